@@ -1,0 +1,55 @@
+"""The process that measures one cell: `python -m harness.child SPEC.json`.
+
+Run by the runner in a fresh process per cell, so every cell starts with clean framework state.
+It writes the event log as it goes and, at the end, its measurements to the spec's `child_result`
+path. Exit code 0 means that file is complete; anything else is a failure the runner records.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import traceback
+
+from harness import eventlog, scenarios
+from harness.context import CellContext
+from harness.errors import Unsupported
+from harness.frameworks import backend as load_backend
+from harness.matrix import Cell
+from harness.store import write_json_atomic
+
+
+def main(spec_path: str) -> int:
+    with open(spec_path) as f:
+        spec = json.load(f)
+    cell = Cell.from_dict(spec["cell"])
+    ctx = CellContext(cell=cell, platform=spec["platform"], repeat=spec["repeat"],
+                      data_folder=spec["data_folder"], synthetic=spec["synthetic"])
+    events = eventlog.EventLog(spec["events"])
+    events.log("init_start", event_type=eventlog.START, cell=cell.id, repeat=ctx.repeat)
+    backend = load_backend(cell.framework)
+    scenario = scenarios.for_kind(cell.kind)
+    out: dict = {"process_env": spec.get("process_env", {})}
+    try:
+        if scenario is None:
+            raise Unsupported(f"no scenario measures '{cell.kind}' cells yet")
+        ctx.settings = backend.setup(ctx)
+        out["settings"] = ctx.settings
+        out["versions"] = backend.versions()
+        events.log("init_stop", event_type=eventlog.END)
+        out.update(scenario.run(ctx, backend, events))
+        out["status"] = "ok"
+    except Unsupported as e:
+        out.update(status="skipped", reason=str(e))
+    finally:
+        events.close()
+    write_json_atomic(spec["child_result"], out)
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main(sys.argv[1]))
+    except Exception:  # the runner shows the last lines of this as the cell's reason
+        traceback.print_exc()
+        sys.exit(1)

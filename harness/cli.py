@@ -1,0 +1,125 @@
+"""`python -m harness ...`: run the matrix, list cells, capture the environment, read results,
+render the report. User errors print one line (`error: ...`) and exit 2, never a traceback."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from harness import matrix as matrix_mod
+from harness.errors import HarnessError
+from harness.platforms import PLATFORMS
+
+DEFAULT_DATA_DIR = os.environ.get("HARNESS_DATA_DIR", str(Path.home() / ".cache" / "ms-pt-harness" / "data"))
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m harness", description=__doc__)
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    r = sub.add_parser("run", help="run a profile's cells, each in its own process")
+    r.add_argument("--platform", required=True, choices=PLATFORMS)
+    r.add_argument("--profile", default="quick", help="a profile of the matrix file (default: quick)")
+    r.add_argument("--out", required=True, type=Path, help="run folder (new, or an earlier one with --resume)")
+    r.add_argument("--only", metavar="GLOB", help="only cells whose id matches, e.g. 'model/gcn/*'")
+    data = r.add_mutually_exclusive_group()
+    data.add_argument("--data-dir", type=Path, default=Path(DEFAULT_DATA_DIR),
+                      help=f"folder of per-dataset folders (default: $HARNESS_DATA_DIR or {DEFAULT_DATA_DIR})")
+    data.add_argument("--synthetic", action="store_true", help="learnable synthetic data of the real shapes")
+    r.add_argument("--download", action="store_true", help="fetch missing dataset files into --data-dir (verified)")
+    r.add_argument("--resume", action="store_true", help="keep cells already ok, run the rest")
+    r.add_argument("--matrix", type=Path, help="another matrix file (default: harness/matrix.toml)")
+
+    ls = sub.add_parser("list", help="the cell ids a profile expands to")
+    ls.add_argument("--profile", default="quick")
+    ls.add_argument("--platform", choices=PLATFORMS, default="cpu", help="for [[skip]] rules (default: cpu)")
+    ls.add_argument("--only", metavar="GLOB")
+    ls.add_argument("--json", action="store_true")
+    ls.add_argument("--matrix", type=Path)
+
+    sub.add_parser("env", help="this host's environment as JSON")
+
+    rep = sub.add_parser("report", help="render HTML and LaTeX from one or more run folders")
+    rep.add_argument("runs", nargs="+", type=Path, metavar="DIR")
+    rep.add_argument("--out", type=Path, help="report folder (default: FIRST_DIR/report)")
+
+    res = sub.add_parser("results", help="the results of a run folder")
+    res.add_argument("run", type=Path, metavar="DIR")
+    res.add_argument("--json", action="store_true", help="a JSON list, one object per cell and repeat")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        return COMMANDS[args.command](args)
+    except HarnessError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+def _run(args) -> int:
+    from harness import runner
+
+    m = matrix_mod.load(args.matrix)
+    return runner.run(m, args.profile, args.platform, args.out, only=args.only, data_dir=args.data_dir,
+                      synthetic=args.synthetic, resume=args.resume, allow_download=args.download,
+                      log=lambda s: print(s, file=sys.stderr, flush=True))
+
+
+def _list(args) -> int:
+    m = matrix_mod.load(args.matrix)
+    cells = m.expand(args.profile, args.only)
+    rows = [{"cell": c.id, "kind": c.kind, "repeats": c.repeats, "skip": m.skip_reason(c, args.platform)} for c in cells]
+    if args.json:
+        print(json.dumps(rows, indent=1))
+    else:
+        for row in rows:
+            print(row["cell"] + (f"    (skipped on {args.platform}: {row['skip']})" if row["skip"] else ""))
+        print(f"{len(rows)} cells, profile {args.profile}", file=sys.stderr)
+    return 0
+
+
+def _env(args) -> int:
+    from harness import envinfo
+
+    print(json.dumps(envinfo.capture(), indent=1))
+    return 0
+
+
+def _results(args) -> int:
+    from harness.store import RunStore
+
+    store = RunStore(args.run)
+    store.require_run()
+    results = store.results()
+    for r in results:
+        if r.get("corrupt"):
+            print(f"warning: {r['reason']}", file=sys.stderr)
+    if args.json:
+        print(json.dumps(results, indent=1, default=str))
+        return 0
+    for r in results:
+        tput = r.get("mean_throughput_other_epochs")
+        tput = f"{tput:,.0f} {r.get('throughput_unit', '')}" if tput else "-"
+        best = r.get("best_metric")
+        print(f"{r.get('status', '?'):8} {r['cell']} r{r.get('repeat', 0)}  best={best if best is None else round(best, 4)}"
+              f"  ttt={r.get('time_to_target_s')}  throughput={tput}  {r.get('reason') or ''}")
+    return 0
+
+
+def _report(args) -> int:
+    from harness import report
+
+    path = report.render(args.runs, args.out)
+    print(path)
+    return 0
+
+
+COMMANDS = {"run": _run, "list": _list, "env": _env, "results": _results, "report": _report}

@@ -1,0 +1,41 @@
+"""Datasets: one module per dataset (`harness/data/<name>.py`), each declaring
+
+    FOLDER   the folder name under a data dir (laid out like ../shared/data)
+    FILES    {file name: pinned sha256}
+    URLS     {file name: download URL}
+    load(folder: Path) -> dict          real data as numpy arrays
+    synthetic(seed: int) -> dict        learnable stand-in of the same shapes
+
+Adding a dataset means adding one such module.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from types import ModuleType
+
+from harness.data.fetch import download, verify
+from harness.errors import HarnessError
+
+
+def module(name: str) -> ModuleType:
+    try:
+        return importlib.import_module(f"harness.data.{name}")
+    except ModuleNotFoundError:
+        raise HarnessError(f"dataset '{name}' has no module harness/data/{name}.py; add one") from None
+
+
+def prepare(name: str, data_dir: Path, allow_download: bool) -> Path:
+    """Return the dataset's verified folder under data_dir, downloading missing files if allowed."""
+    mod = module(name)
+    folder = Path(data_dir) / mod.FOLDER
+    for fname, sha in mod.FILES.items():
+        path = folder / fname
+        if not path.exists():
+            if not allow_download:
+                raise HarnessError(f"data: {path} is missing; copy the {name} files into {folder} "
+                                   f"(sources in harness/data/{name}.py) or add --download to fetch and verify it")
+            download(mod.URLS[fname], path, sha)
+        verify(path, sha)
+    return folder

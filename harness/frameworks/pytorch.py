@@ -1,0 +1,68 @@
+"""PyTorch back-end: eager mode on CPU, CUDA (NCCL) and Ascend (torch_npu, HCCL)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from harness.errors import Unsupported
+
+NAME = "pytorch"
+MODES = ("eager",)
+
+
+def process_env(platform: str) -> dict[str, str]:
+    # PyTorch's CPU defaults (OpenMP over all cores, oneDNN autodetected ISA) are already its best.
+    return {}
+
+
+def setup(ctx) -> dict[str, Any]:
+    import torch
+
+    if ctx.cell.mode not in MODES:
+        raise Unsupported(f"PyTorch mode '{ctx.cell.mode}' is not implemented by this back-end")
+    torch.manual_seed(ctx.seed)
+    settings: dict[str, Any] = {"threads": torch.get_num_threads()}
+    if ctx.platform == "cuda":
+        torch.cuda.set_device(ctx.local_rank)
+        # cudnn.benchmark picks the fastest convolution algorithm per shape: what a user tuning for speed sets.
+        torch.backends.cudnn.benchmark = True
+        settings["cudnn.benchmark"] = True
+    elif ctx.platform == "ascend":
+        import torch_npu  # noqa: F401  (registers the 'npu' device; needs CANN at run time)
+
+        torch.npu.set_device(ctx.local_rank)
+    settings["device"] = str(device(ctx))
+    return settings
+
+
+def device(ctx):
+    import torch
+
+    kind = {"cpu": "cpu", "cuda": "cuda", "ascend": "npu"}[ctx.platform]
+    return torch.device(kind) if kind == "cpu" else torch.device(kind, ctx.local_rank)
+
+
+def synchronize(ctx) -> None:
+    import torch
+
+    if ctx.platform == "cuda":
+        torch.cuda.synchronize()
+    elif ctx.platform == "ascend":
+        torch.npu.synchronize()
+    # CPU ops run synchronously in eager mode.
+
+
+def versions() -> dict[str, Any]:
+    import torch
+
+    out = {"torch": torch.__version__, "torch_cuda": torch.version.cuda,
+           "cudnn": torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None}
+    if os.environ.get("ASCEND_HOME_PATH") or os.path.exists("/usr/local/Ascend"):
+        try:
+            import torch_npu
+
+            out["torch_npu"] = torch_npu.__version__
+        except Exception as e:  # noqa: BLE001 - record why, never fail the cell for a version probe
+            out["torch_npu"] = f"unavailable: {e}"
+    return out

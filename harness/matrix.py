@@ -1,0 +1,178 @@
+"""Load the matrix file and expand a profile into cells with stable ids.
+
+The expansion is a cartesian product of the profile's axis values, pruned by the file's
+[[exclude]] rules. [[skip]] rules depend on the platform and are applied by the runner, which
+records the cell as `skipped` with the rule's reason instead of running it.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import itertools
+import tomllib
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.errors import HarnessError
+
+DEFAULT_MATRIX = Path(__file__).with_name("matrix.toml")
+RULE_KEYS = {"model", "op", "framework", "mode", "amp", "devices", "platform", "dtype", "direction"}
+PROFILE_KEYS = {"description", "models", "operators", "frameworks", "modes", "amp", "devices", "dtypes", "directions",
+                "repeats", "timeout_s"}
+
+
+@dataclass
+class Cell:
+    """One point of the matrix: what a single child process measures."""
+
+    id: str
+    kind: str                 # model | scaling | operator
+    framework: str
+    mode: str
+    amp: str
+    devices: int
+    repeats: int
+    timeout_s: float
+    seed: int
+    model: str | None = None
+    op: str | None = None
+    spec: dict[str, Any] = field(default_factory=dict)   # model or operator settings from the file
+
+    def axes(self) -> dict[str, Any]:
+        return {"model": self.model, "op": self.op, "framework": self.framework, "mode": self.mode,
+                "amp": self.amp, "devices": self.devices, **{k: self.spec.get(k) for k in ("dtype", "direction")}}
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Cell":
+        return cls(**d)
+
+
+@dataclass
+class Matrix:
+    path: Path
+    data: dict[str, Any]
+
+    @property
+    def profiles(self) -> list[str]:
+        return sorted(self.data.get("profiles", {}))
+
+    def profile(self, name: str) -> dict[str, Any]:
+        profiles = self.data.get("profiles", {})
+        if name not in profiles:
+            raise HarnessError(f"unknown profile '{name}' in {self.path}; choose one of: {', '.join(self.profiles)}")
+        return profiles[name]
+
+    def skip_reason(self, cell: Cell, platform: str) -> str | None:
+        """The reason a [[skip]] rule gives for this cell on this platform, or None."""
+        values = {**cell.axes(), "platform": platform}
+        for rule in self.data.get("skip", []):
+            if _matches(rule, values):
+                return rule["why"]
+        return None
+
+    def expand(self, profile_name: str, only: str | None = None) -> list[Cell]:
+        prof = self.profile(profile_name)
+        defaults = self.data.get("defaults", {})
+        timeout = float(prof.get("timeout_s", defaults.get("timeout_s", 1800)))
+        seed = int(defaults.get("seed", 0))
+        repeats = int(prof.get("repeats", 1))
+        cells: list[Cell] = []
+        for model in prof.get("models", []):
+            mspec = self.data["models"][model]
+            epochs = mspec.get("epochs", {}).get(profile_name)
+            spec = {k: v for k, v in mspec.items() if k != "epochs"} | {"epochs": epochs}
+            for fw, mode, amp, dev in itertools.product(prof["frameworks"], prof["modes"], prof["amp"], prof["devices"]):
+                axes = {"model": model, "framework": fw, "mode": mode, "amp": amp, "devices": dev}
+                if self._excluded(axes):
+                    continue
+                kind = "model" if dev == 1 else "scaling"
+                cells.append(Cell(id=f"{kind}/{model}/{fw}/{mode}/amp-{amp}/{dev}dev", kind=kind, model=model,
+                                  framework=fw, mode=mode, amp=amp, devices=dev, repeats=repeats,
+                                  timeout_s=timeout, seed=seed, spec=dict(spec)))
+        for op in prof.get("operators", []):
+            cells.extend(self._operator_cells(op, profile_name, prof, timeout, seed, repeats))
+        if only is not None:
+            cells = [c for c in cells if fnmatch.fnmatchcase(c.id, only)]
+            if not cells:
+                raise HarnessError(f"--only '{only}' matches no cell of profile '{profile_name}'; "
+                                   f"see `python -m harness list --profile {profile_name}`")
+        return cells
+
+    def _operator_cells(self, op, profile_name, prof, timeout, seed, repeats) -> list[Cell]:
+        ospec = self.data["operators"][op]
+        sweep = ospec["quick"] if profile_name == "quick" and "quick" in ospec else ospec["sweep"]
+        names = list(sweep)
+        out = []
+        for fw, mode in itertools.product(prof["frameworks"], prof["modes"]):
+            for dtype, direction in itertools.product(prof.get("dtypes", ["fp32"]), prof.get("directions", ["fwd"])):
+                axes = {"op": op, "framework": fw, "mode": mode, "amp": "off", "devices": 1,
+                        "dtype": dtype, "direction": direction}
+                if self._excluded(axes):
+                    continue
+                for values in itertools.product(*(sweep[n] for n in names)):
+                    shape = dict(zip(names, values))
+                    tag = "-".join(f"{n}{v}" for n, v in shape.items())
+                    out.append(Cell(id=f"operator/{op}/{fw}/{mode}/{dtype}/{direction}/{tag}", kind="operator",
+                                    op=op, framework=fw, mode=mode, amp="off", devices=1, repeats=repeats,
+                                    timeout_s=timeout, seed=seed,
+                                    spec={"title": ospec.get("title", op), "shape": shape,
+                                          "dtype": dtype, "direction": direction}))
+        return out
+
+    def _excluded(self, axes: dict[str, Any]) -> bool:
+        return any(_matches(rule, axes) for rule in self.data.get("exclude", []))
+
+
+def _matches(rule: dict[str, Any], values: dict[str, Any]) -> bool:
+    for key, want in rule.items():
+        if key == "why":
+            continue
+        allowed = want if isinstance(want, list) else [want]
+        if values.get(key) not in allowed:
+            return False
+    return True
+
+
+def load(path: str | Path | None = None) -> Matrix:
+    path = Path(path) if path else DEFAULT_MATRIX
+    try:
+        data = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise HarnessError(f"matrix file {path} does not exist; pass an existing file to --matrix") from None
+    except tomllib.TOMLDecodeError as e:
+        raise HarnessError(f"matrix file {path} is not valid TOML ({e}); fix that line") from None
+    _validate(path, data)
+    return Matrix(path, data)
+
+
+def _validate(path: Path, data: dict[str, Any]) -> None:
+    """Catch typos early: a misspelt key would otherwise silently select nothing."""
+    axes = data.get("axes", {})
+    for section in ("exclude", "skip"):
+        for i, rule in enumerate(data.get(section, [])):
+            bad = set(rule) - RULE_KEYS - {"why"}
+            if bad or "why" not in rule:
+                what = f"unknown key(s) {sorted(bad)}" if bad else "no 'why'"
+                raise HarnessError(f"matrix file {path}: [[{section}]] rule {i + 1} has {what}; "
+                                   f"allowed keys: {sorted(RULE_KEYS)} and 'why'")
+    for name, prof in data.get("profiles", {}).items():
+        bad = set(prof) - PROFILE_KEYS
+        if bad:
+            raise HarnessError(f"matrix file {path}: profile '{name}' has unknown key(s) {sorted(bad)}; "
+                               f"allowed: {sorted(PROFILE_KEYS)}")
+        for key, axis in (("frameworks", "framework"), ("modes", "mode"), ("amp", "amp"), ("devices", "devices")):
+            for v in prof.get(key, []):
+                if v not in axes.get(axis, []):
+                    raise HarnessError(f"matrix file {path}: profile '{name}' {key} has '{v}', "
+                                       f"which is not in [axes] {axis} = {axes.get(axis)}")
+        for m in prof.get("models", []):
+            if m not in data.get("models", {}):
+                raise HarnessError(f"matrix file {path}: profile '{name}' names model '{m}' with no [models.{m}] table")
+        for o in prof.get("operators", []):
+            if o not in data.get("operators", {}):
+                raise HarnessError(f"matrix file {path}: profile '{name}' names operator '{o}' with no "
+                                   f"[operators.{o}] table")

@@ -1,0 +1,229 @@
+"""Run the cells of a profile, each in its own process, and keep every result.
+
+- One child process per cell and repeat (`python -m harness.child`), in a new session so that a
+  timeout or Ctrl-C can end it and everything it started.
+- A cell that crashes, is killed or runs out of time is recorded (status, exit code or signal,
+  the tail of its log, and whatever its event log had measured) and the run goes on.
+- `--resume` keeps cells already `ok` or `skipped` and runs the rest; an earlier result is moved
+  aside, never overwritten. Without --resume a folder that already holds results is refused.
+- Ctrl-C (or SIGTERM) ends the running child, keeps everything finished, and says how to resume.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from harness import data as datasets
+from harness import envinfo, eventlog, platforms, scenarios
+from harness.errors import HarnessError
+from harness.frameworks import backend as load_backend
+from harness.matrix import Cell, Matrix
+from harness.store import RunStore, write_json_atomic
+
+REPO = Path(__file__).resolve().parent.parent
+KEEP_ON_RESUME = ("ok", "skipped")
+LOG_TAIL_LINES = 40
+KILL_GRACE_S = 5.0
+SCHEMA = 1
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+class Interrupted(Exception):
+    pass
+
+
+def _raise_interrupted(signum, frame):
+    raise Interrupted(signal.Signals(signum).name)
+
+
+def run(matrix: Matrix, profile: str, platform: str, out: Path, *, only: str | None = None,
+        data_dir: Path = Path("data"), synthetic: bool = False, resume: bool = False,
+        allow_download: bool = False, log=print) -> int:
+    cells = matrix.expand(profile, only)
+    n_devices = platforms.require(platform)
+    store = RunStore(out)
+    meta = _claim(store, matrix, profile, platform, synthetic, resume)
+    folders = {} if synthetic else _prepare_data(cells, data_dir, allow_download)
+    write_json_atomic(out / "env.json", envinfo.capture())
+
+    todo = [(c, r) for c in cells for r in range(c.repeats)]
+    invocation = {"argv": sys.argv, "started_at": _now(), "only": only, "finished_at": None, "interrupted": False}
+    meta["invocations"].append(invocation)
+    store.write_meta(meta)
+    old = {sig: signal.signal(sig, _raise_interrupted) for sig in (signal.SIGINT, signal.SIGTERM)}
+    t_run = time.monotonic()
+    counts: dict[str, int] = {}
+    try:
+        for i, (cell, repeat) in enumerate(todo, 1):
+            head = f"[{i}/{len(todo)}] {cell.id} r{repeat}"
+            prev = store.read_result(cell.id, repeat)
+            if prev is not None and prev.get("status") in KEEP_ON_RESUME:
+                log(f"{head}: kept ({prev['status']}) from an earlier invocation")
+                counts[prev["status"]] = counts.get(prev["status"], 0) + 1
+                continue
+            reason = matrix.skip_reason(cell, platform) or _too_few_devices(cell, n_devices, platform)
+            moved = store.retire(cell.id, repeat)
+            if moved:
+                log(f"{head}: earlier result ({prev.get('status')}) kept as {moved.relative_to(out)}")
+            t = time.monotonic()
+            if reason:
+                result = _base(cell, repeat, platform, synthetic) | {"status": "skipped", "reason": reason}
+            else:
+                log(f"{head}: running (timeout {cell.timeout_s:.0f} s)")
+                result = _run_child(store, cell, repeat, platform, folders, synthetic)
+            store.write_result(cell.id, repeat, result)
+            counts[result["status"]] = counts.get(result["status"], 0) + 1
+            tail = f": {result['reason']}" if result.get("reason") else ""
+            log(f"{head}: {result['status']} in {time.monotonic() - t:.1f} s "
+                f"(run {time.monotonic() - t_run:.0f} s){tail}")
+    except Interrupted as e:
+        invocation["interrupted"] = True
+        log(f"interrupted ({e}); finished cells are kept in {out}; continue with --resume")
+        return 130
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
+        invocation["finished_at"] = _now()
+        store.write_meta(meta)
+    summary = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
+    log(f"done: {summary}; results in {out}")
+    return 0 if all(s in KEEP_ON_RESUME for s in counts) else 1
+
+
+def _claim(store: RunStore, matrix: Matrix, profile: str, platform: str, synthetic: bool, resume: bool) -> dict:
+    """Create the run folder, or check that --resume continues a run of the same kind."""
+    if store.is_run():
+        meta = store.read_meta()
+        if not resume:
+            raise HarnessError(f"{store.root} already holds a run; continue it with --resume or choose a new --out")
+        for key, want in (("platform", platform), ("profile", profile), ("synthetic", synthetic)):
+            if meta.get(key) != want:
+                raise HarnessError(f"{store.root} holds a run with {key}={meta.get(key)}, not {want}; "
+                                   f"--resume continues the same kind of run only, choose a new --out")
+        return meta
+    if store.root.exists() and any(store.root.iterdir()):
+        raise HarnessError(f"{store.root} exists and is not empty; choose a new --out folder")
+    store.root.mkdir(parents=True, exist_ok=True)
+    meta = {"schema": SCHEMA, "platform": platform, "profile": profile, "synthetic": synthetic,
+            "matrix": str(matrix.path), "matrix_sha256": hashlib.sha256(matrix.path.read_bytes()).hexdigest(),
+            "created_at": _now(), "invocations": []}
+    store.write_meta(meta)
+    return meta
+
+
+def _prepare_data(cells: list[Cell], data_dir: Path, allow_download: bool) -> dict[str, str]:
+    names = sorted({c.spec["dataset"] for c in cells if c.spec.get("dataset")})
+    return {n: str(datasets.prepare(n, data_dir, allow_download).resolve()) for n in names}
+
+
+def _too_few_devices(cell: Cell, n_devices: int, platform: str) -> str | None:
+    if platform != "cpu" and cell.devices > n_devices:
+        return f"needs {cell.devices} devices, the host shows {n_devices}"
+    return None
+
+
+def _base(cell: Cell, repeat: int, platform: str, synthetic: bool) -> dict[str, Any]:
+    return {"schema": SCHEMA, "cell": cell.id, "repeat": repeat, "kind": cell.kind, "model": cell.model,
+            "op": cell.op, "framework": cell.framework, "mode": cell.mode, "amp": cell.amp,
+            "devices": cell.devices, "platform": platform, "synthetic": synthetic, "seed": cell.seed,
+            "dataset": cell.spec.get("dataset"), "reason": None}
+
+
+def _run_child(store: RunStore, cell: Cell, repeat: int, platform: str, folders: dict, synthetic: bool) -> dict:
+    spec_path = store.path(cell.id, repeat, ".spec.json")
+    child_result = store.path(cell.id, repeat, ".child.json")
+    events_path = store.path(cell.id, repeat, ".events.jsonl")
+    log_path = store.path(cell.id, repeat, ".log")
+    for stale in (child_result, events_path):  # left by an interrupted attempt, which has no result
+        stale.unlink(missing_ok=True)
+    process_env = load_backend(cell.framework).process_env(platform)
+    write_json_atomic(spec_path, {"cell": cell.to_dict(), "repeat": repeat, "platform": platform,
+                                  "synthetic": synthetic, "data_folder": folders.get(cell.spec.get("dataset")),
+                                  "events": str(events_path), "child_result": str(child_result),
+                                  "process_env": process_env})
+    env = {**os.environ, **process_env, "PYTHONUNBUFFERED": "1",
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    result = _base(cell, repeat, platform, synthetic) | {"started_at": _now()}
+    t = time.monotonic()
+    with open(log_path, "wb") as logf:
+        # cwd = the cell's folder: frameworks drop files (MindSpore's rank_0/, kernel_meta/) into it.
+        proc = subprocess.Popen([sys.executable, "-m", "harness.child", str(spec_path)], stdout=logf,
+                                stderr=subprocess.STDOUT, cwd=store.cell_dir(cell.id), env=env,
+                                start_new_session=True)
+        try:
+            rc = proc.wait(timeout=cell.timeout_s)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc)
+            rc = None
+        except BaseException:
+            _kill_group(proc)
+            raise
+    result["finished_at"] = _now()
+    result["elapsed_s"] = time.monotonic() - t
+    result["exit_code"] = rc if rc is None or rc >= 0 else None
+    result["signal"] = signal.Signals(-rc).name if rc is not None and rc < 0 else None
+    child = _read_json(child_result)
+    child_result.unlink(missing_ok=True)  # merged into the cell's result below
+    if rc == 0 and child is not None:
+        result.update(child)
+    elif rc is None:
+        result.update(status="timeout", reason=f"exceeded the cell timeout of {cell.timeout_s:.0f} s")
+    else:
+        how = f"killed by {result['signal']}" if result["signal"] else f"exit code {rc}"
+        result.update(status="failed", reason=f"{how}: {_last_error(log_path)}")
+    if result["status"] not in ("ok", "skipped"):
+        result["log_tail"] = _tail(log_path)
+    scenario = scenarios.for_kind(cell.kind)
+    if scenario is not None and cell.kind != "operator" and result["status"] != "skipped":
+        # Measurements come from the event log, also for a cell that died: nothing measured is lost.
+        result.update(scenario.summarise(eventlog.read(events_path), cell))
+    return result
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    for sig, wait in ((signal.SIGTERM, KILL_GRACE_S), (signal.SIGKILL, None)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def _read_json(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+
+
+def _tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return ""
+
+
+def _last_error(path: Path) -> str:
+    """The line of the log that names the error (the last 'SomethingError: ...'), else its last line."""
+    lines = [ln.strip() for ln in _tail(path, 200).splitlines() if ln.strip()]
+    for line in reversed(lines):
+        head = line.split(":", 1)[0]
+        if head.isidentifier() and (head.endswith(("Error", "Exception")) or head in ("KeyboardInterrupt",)):
+            return line[:300]
+    return lines[-1][:300] if lines else "no output"

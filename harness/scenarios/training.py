@@ -1,0 +1,89 @@
+"""Train a model to its target, MLPerf style, and measure throughput per epoch.
+
+The time-to-target clock starts (run_start) before the data is touched, runs through data
+loading, model building, training and evaluation, and stops at the first evaluation that reaches
+the target. Training goes on for the profile's epochs after that, so the curve (Figure 3) shows
+the whole run. Throughput counts training time only: the step's device work is finished (the
+workload reads the loss back) before the epoch's clock is read.
+"""
+
+from __future__ import annotations
+
+import importlib
+import time
+from statistics import mean
+from typing import Any, Protocol
+
+from harness import data as datasets
+from harness.eventlog import END, START
+
+
+class Workload(Protocol):
+    """What a model file (`harness/models/<model>/<framework>.py`) builds with `build(ctx, data)`."""
+
+    samples_per_epoch: int
+
+    def train_epoch(self) -> float:
+        """One epoch; returns the mean loss as a Python float (which waits for the device)."""
+
+    def evaluate(self, split: str) -> float:
+        """The model's metric on 'val' or 'test'."""
+
+
+def model_module(model: str, framework: str):
+    return importlib.import_module(f"harness.models.{model}.{framework}")
+
+
+def run(ctx, backend, events) -> dict[str, Any]:
+    cell = ctx.cell
+    spec = cell.spec
+    build = model_module(cell.model, cell.framework).build  # import before the clock: not data work
+    events.log("run_start", event_type=START)
+    ds = datasets.module(spec["dataset"])
+    data = ds.synthetic(ctx.seed) if ctx.synthetic else ds.load(ctx.data_folder)
+    workload = build(ctx, data)
+    best = float("-inf")
+    for epoch in range(spec["epochs"]):
+        events.log("epoch_start", event_type=START, epoch_num=epoch)
+        t = time.perf_counter()
+        loss = workload.train_epoch()
+        backend.synchronize(ctx)
+        train_s = time.perf_counter() - t
+        events.log("epoch_stop", event_type=END, epoch_num=epoch, train_s=train_s,
+                   samples=workload.samples_per_epoch, loss=loss)
+        metric = workload.evaluate("val")
+        best = max(best, metric)
+        events.log("eval_accuracy", metric, epoch_num=epoch)
+    events.log("test_metric", workload.evaluate("test"))
+    events.log("run_stop", event_type=END, status="success" if best >= spec["target"] else "aborted")
+    return {}
+
+
+def _evals(evs):
+    return [e for e in evs if e["key"] == "eval_accuracy"]
+
+
+def summarise(evs: list[dict[str, Any]], cell) -> dict[str, Any]:
+    """Measurements from an event log; works on the partial log of a cell that died."""
+    spec = cell.spec
+    start = next((e["elapsed_s"] for e in evs if e["key"] == "run_start"), 0.0)
+    epochs = [e["metadata"] for e in evs if e["key"] == "epoch_stop"]
+    throughputs = [m["samples"] / m["train_s"] for m in epochs if m["train_s"] > 0]
+    curve = [[round(e["elapsed_s"] - start, 6), e["value"]] for e in _evals(evs)]
+    ttt = next((t for t, v in curve if v >= spec["target"]), None)
+    test = next((e["value"] for e in evs if e["key"] == "test_metric"), None)
+    return {
+        "metric": spec["metric"], "target": spec["target"],
+        "best_metric": max((v for _, v in curve), default=None),
+        "test_metric": test,
+        "time_to_target_s": ttt,
+        "first_epoch_throughput": throughputs[0] if throughputs else None,
+        "mean_throughput_other_epochs": mean(throughputs[1:]) if len(throughputs) > 1 else None,
+        "throughput_unit": spec["throughput_unit"],
+        "curve": curve,
+        "epochs": [{"epoch": m["epoch_num"], "train_s": m["train_s"], "samples": m["samples"],
+                    "throughput": m["samples"] / m["train_s"] if m["train_s"] > 0 else None,
+                    "loss": m["loss"]} for m in epochs],
+        "epochs_planned": spec["epochs"],
+        "wall_s": evs[-1]["elapsed_s"] - start if evs else None,
+    }

@@ -1,0 +1,126 @@
+"""A run folder on disk: run.json, env.json and one folder per cell under cells/.
+
+    DIR/run.json                      platform, profile, matrix, invocations
+    DIR/env.json                      environment of the host (harness env)
+    DIR/cells/<cell id>/r<k>.json     the result of repeat k (written last, atomically)
+                        r<k>.log      the child's stdout and stderr
+                        r<k>.events.jsonl   the MLPerf-style event log
+                        r<k>.spec.json      what the child was asked to do
+
+Results are only ever written with write_json_atomic (temp file + rename), so a reader sees
+either the old file or the new one, never half of one. A result is never overwritten in place:
+a re-run first moves the earlier result aside (r<k>.prev<n>.json).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from harness.errors import HarnessError
+
+RESULT_RE = re.compile(r"^r(\d+)\.json$")
+
+
+def write_json_atomic(path: str | Path, obj: Any) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(obj, f, indent=1, sort_keys=True, default=str)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+class RunStore:
+    def __init__(self, root: str | Path):
+        self.root = Path(root)
+        self.cells = self.root / "cells"
+
+    # -- run-level files ---------------------------------------------------------------------
+    def is_run(self) -> bool:
+        return (self.root / "run.json").is_file()
+
+    def require_run(self) -> None:
+        if not self.is_run():
+            raise HarnessError(f"{self.root} is not a run folder (no run.json); give the --out folder of "
+                               f"`python -m harness run`")
+
+    def read_meta(self) -> dict[str, Any]:
+        try:
+            return json.loads((self.root / "run.json").read_text())
+        except (OSError, json.JSONDecodeError) as e:
+            raise HarnessError(f"{self.root / 'run.json'} cannot be read ({e}); the folder is not a usable run") from None
+
+    def write_meta(self, meta: dict[str, Any]) -> None:
+        write_json_atomic(self.root / "run.json", meta)
+
+    def read_env(self) -> dict[str, Any]:
+        try:
+            return json.loads((self.root / "env.json").read_text())
+        except (OSError, json.JSONDecodeError):
+            return {}
+
+    # -- cells ---------------------------------------------------------------------------------
+    def cell_dir(self, cell_id: str) -> Path:
+        return self.cells / cell_id
+
+    def path(self, cell_id: str, repeat: int, suffix: str = ".json") -> Path:
+        return self.cell_dir(cell_id) / f"r{repeat}{suffix}"
+
+    def read_result(self, cell_id: str, repeat: int) -> dict[str, Any] | None:
+        """The stored result, None if there is none, or a `failed` stand-in naming a corrupt file."""
+        path = self.path(cell_id, repeat)
+        if not path.exists():
+            return None
+        return self._load(path, cell_id, repeat)
+
+    def _load(self, path: Path, cell_id: str, repeat: int) -> dict[str, Any]:
+        try:
+            obj = json.loads(path.read_text())
+            if not isinstance(obj, dict) or "status" not in obj:
+                raise ValueError("not a cell result object")
+            return obj
+        except (OSError, ValueError) as e:
+            return {"cell": cell_id, "repeat": repeat, "status": "failed", "corrupt": True,
+                    "reason": f"corrupt result file {path} ({e}); re-run the cell with --resume"}
+
+    def retire(self, cell_id: str, repeat: int) -> Path | None:
+        """Move an earlier result of this cell (with its log and events) aside; return its new name."""
+        path = self.path(cell_id, repeat)
+        if not path.exists():
+            return None
+        n = 1
+        while self.path(cell_id, repeat, f".prev{n}.json").exists():
+            n += 1
+        for suffix in (".json", ".log", ".events.jsonl"):
+            if self.path(cell_id, repeat, suffix).exists():
+                os.replace(self.path(cell_id, repeat, suffix), self.path(cell_id, repeat, f".prev{n}{suffix}"))
+        return self.path(cell_id, repeat, f".prev{n}.json")
+
+    def write_result(self, cell_id: str, repeat: int, result: dict[str, Any]) -> None:
+        path = self.path(cell_id, repeat)
+        if path.exists():
+            raise FileExistsError(f"{path} exists: retire() it first, results are never overwritten")
+        write_json_atomic(path, result)
+
+    def results(self) -> list[dict[str, Any]]:
+        """Every stored result, in cell-id order; corrupt files appear as `failed` with the reason."""
+        out = []
+        if not self.cells.is_dir():
+            return out
+        for path in sorted(self.cells.rglob("r*.json")):
+            m = RESULT_RE.match(path.name)
+            if m:
+                cell_id = path.parent.relative_to(self.cells).as_posix()
+                out.append(self._load(path, cell_id, int(m.group(1))))
+        return out

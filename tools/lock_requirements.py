@@ -1,0 +1,317 @@
+#!/usr/bin/env python3
+"""Regenerate the hash-pinned lock files requirements/*.txt from requirements/*.in.
+
+Usage (from anywhere; stdlib only, needs network access to pypi.org):
+
+    python3 tools/lock_requirements.py [--python PYTHON3.11] [--torch-wheel-dir DIR ...]
+
+Locks produced:
+
+    requirements/cpu.in   ->  requirements/cpu.txt
+    requirements/test.in  ->  requirements/test.txt  (resolved with cpu.txt's pins as
+                                                       constraints, so the two install together)
+
+Install with:
+
+    pip install --require-hashes -r requirements/cpu.txt -r requirements/test.txt
+
+How it works:
+
+1. Versions: a real resolve. A throw-away venv is created with PYTHON (default: the
+   interpreter running this script; use CPython 3.11), and its pip runs
+   `pip install --dry-run --ignore-installed --report ...` on the .in file. The user's
+   normal pip configuration (indexes, find-links) applies. Option lines of the .in file
+   (e.g. --extra-index-url) are passed on only if their URL answers, so an unreachable
+   index does not cost minutes of retries; they are always copied into the .txt.
+   `torch==X` is constrained to `torch==X+cpu`, so the multi-GB CUDA build on PyPI is
+   never picked (or downloaded).
+
+2. Hashes: from PyPI's simple JSON API (https://pypi.org/simple/<name>/, PEP 691), for
+   the files of the pinned version that CPython 3.11 on Linux x86_64 / aarch64 can use:
+   tags cp311 / py3 / abi3, platforms manylinux*_x86_64, manylinux*_aarch64 and any.
+   The sdist hash is added only when one of the two architectures has no wheel.
+   Nothing big is downloaded.
+
+   torch is special: PyPI's Linux torch wheels are CUDA builds (x86_64 *and* aarch64;
+   the aarch64 one depends on cuda-toolkit / nvidia-* / triton). Its hashes come from the
+   torch-X+cpu wheels of https://download.pytorch.org/whl/cpu (the index page carries
+   #sha256= fragments) or, when that is unreachable, from sha256 of local copies of those
+   wheels (--torch-wheel-dir, default /opt/wheels). The pin is written as `torch==X`;
+   pip matches X+cpu with it.
+
+Anything not covered (missing architecture, sdist-only package) is printed as a warning
+and noted as a comment next to the package in the .txt file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import re
+import subprocess
+import sys
+import tempfile
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+LOCKS = [
+    # (input, output, lock whose pins constrain this one)
+    ("requirements/cpu.in", "requirements/cpu.txt", None),
+    ("requirements/test.in", "requirements/test.txt", "requirements/cpu.txt"),
+]
+PYPI_SIMPLE = "https://pypi.org/simple"
+TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+ARCHES = ("x86_64", "aarch64")
+
+
+def canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def fetch(url: str, accept: str | None = None, timeout: float = 60, tries: int = 3) -> bytes:
+    headers = {"Accept": accept} if accept else {}
+    for attempt in range(tries):
+        try:
+            with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=timeout) as r:
+                return r.read()
+        except OSError:
+            if attempt == tries - 1:
+                raise
+    raise AssertionError("unreachable")
+
+
+def reachable(url: str) -> bool:
+    try:
+        fetch(url.rstrip("/") + "/", timeout=10, tries=1)
+        return True
+    except OSError:
+        return False
+
+
+# --------------------------------------------------------------------------- resolve
+
+
+def read_in(path: Path) -> tuple[list[str], list[str]]:
+    """Split a .in file into (header lines to copy, requirement lines).
+
+    Header lines are option lines (starting with '-') together with the comment block
+    directly above each of them.
+    """
+    header, reqs, comments = [], [], []
+    for raw in path.read_text().splitlines():
+        line = raw.strip()
+        if line.startswith("#"):
+            comments.append(line)
+        elif line.startswith("-"):
+            header += comments + [line, ""]
+            comments = []
+        else:
+            comments = []
+            if line:
+                reqs.append(line)
+    return header, reqs
+
+
+def resolve(pip: Path, header: list[str], reqs: list[str], constraints: list[str], tmp: Path) -> list[dict]:
+    """Run pip's resolver (dry run) and return the report's 'install' list."""
+    options = []
+    for line in header:
+        if line.startswith("-"):
+            url = line.split()[-1]
+            if "://" in url and not reachable(url):
+                print(f"warning: {url} unreachable; resolving without `{line}`", file=sys.stderr)
+                continue
+            options.append(line)
+    for req in reqs:  # torch==X -> only the CPU build X+cpu
+        m = re.match(r"torch\s*==\s*([^\s;#+]+)\s*(#.*)?$", req)
+        if m:
+            constraints = constraints + [f"torch=={m.group(1)}+cpu"]
+    (tmp / "req.txt").write_text("\n".join(options + reqs) + "\n")
+    (tmp / "constraints.txt").write_text("\n".join(constraints) + "\n")
+    report = tmp / "report.json"
+    cmd = [str(pip), "install", "--dry-run", "--ignore-installed", "--quiet", "--report", str(report),
+           "-r", str(tmp / "req.txt"), "-c", str(tmp / "constraints.txt")]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        sys.exit(f"pip resolve failed:\n{proc.stdout}\n{proc.stderr}")
+    return json.loads(report.read_text())["install"]
+
+
+# --------------------------------------------------------------------------- hashes
+
+
+def wheel_arches(filename: str, minor: int) -> set[str]:
+    """Architectures (of ARCHES) on which CPython 3.<minor>/Linux can install this wheel."""
+    pys, abis, plats = (t.split(".") for t in filename[: -len(".whl")].split("-")[-3:])
+
+    def py_ok(py: str, abi: str) -> bool:
+        if abi not in ("none", "abi3", f"cp3{minor}"):
+            return False
+        if py in ("py3", f"py3{minor}", f"cp3{minor}"):
+            return True
+        ver = py[3:]
+        if py.startswith("cp3") and abi == "abi3" and ver.isdigit():
+            return int(ver) <= minor
+        if py.startswith("py3") and abi == "none" and ver.isdigit():
+            return int(ver) <= minor
+        return False
+
+    if not any(py_ok(py, abi) for py in pys for abi in abis):
+        return set()
+    arches = set()
+    for plat in plats:
+        if plat == "any":
+            arches |= set(ARCHES)
+        for arch in ARCHES:
+            if plat.startswith("manylinux") and plat.endswith("_" + arch):
+                arches.add(arch)
+    return arches
+
+
+def file_version(filename: str) -> str | None:
+    if filename.endswith(".whl"):
+        return filename.split("-")[1]
+    for ext in (".tar.gz", ".zip"):
+        if filename.endswith(ext):
+            return filename[: -len(ext)].rsplit("-", 1)[-1]
+    return None
+
+
+def pypi_hashes(name: str, version: str, minor: int) -> tuple[list[str], list[str]]:
+    """sha256 hashes of the usable files of name==version on PyPI, plus notes on gaps."""
+    data = json.loads(fetch(f"{PYPI_SIMPLE}/{canonical(name)}/", accept="application/vnd.pypi.simple.v1+json"))
+    files = [f for f in data["files"] if (file_version(f["filename"]) or "").lower() == version.lower()]
+    hashes, covered, sdists = [], set(), []
+    for f in files:
+        if f["filename"].endswith(".whl"):
+            arches = wheel_arches(f["filename"], minor)
+            if arches:
+                hashes.append(f["hashes"]["sha256"])
+                covered |= arches
+        else:
+            sdists.append(f["hashes"]["sha256"])
+    missing = [a for a in ARCHES if a not in covered]
+    notes = []
+    if missing:
+        if sdists:
+            hashes += sdists
+            notes.append(f"no cp3{minor} wheel for {'/'.join(missing)}: sdist hash included (builds from source there)")
+        else:
+            notes.append(f"no cp3{minor} wheel and no sdist for {'/'.join(missing)}: will not install there")
+    if not hashes:
+        sys.exit(f"error: no usable files for {name}=={version} on PyPI")
+    return sorted(set(hashes)), notes
+
+
+def torch_hashes(version: str, minor: int, wheel_dirs: list[Path]) -> tuple[list[str], list[str]]:
+    """Hashes of the torch X+cpu wheels (PyTorch CPU index, else local files)."""
+    local = version if "+" in version else version + "+cpu"
+    found: dict[str, str] = {}  # arch -> sha256
+    pattern = re.compile(rf"torch-{re.escape(local)}-cp3{minor}-cp3{minor}-manylinux[0-9a-z_]*_({'|'.join(ARCHES)})\.whl$")
+    try:
+        page = fetch(f"{TORCH_CPU_INDEX}/torch/", timeout=30, tries=1).decode()
+        for href in re.findall(r'href="([^"]+)"', page):
+            url, _, frag = href.partition("#sha256=")
+            m = pattern.search(urllib.parse.unquote(url))
+            if m and frag:
+                found[m.group(1)] = frag
+    except OSError:
+        print(f"warning: {TORCH_CPU_INDEX} unreachable; using local torch wheels", file=sys.stderr)
+    for d in wheel_dirs:
+        for wheel in sorted(d.glob(f"torch-{local}-*.whl")):
+            m = pattern.search(wheel.name)
+            if m and m.group(1) not in found:
+                found[m.group(1)] = hashlib.sha256(wheel.read_bytes()).hexdigest()
+    notes = []
+    for arch in ARCHES:
+        if arch not in found:
+            notes.append(f"no hash for the {arch} torch-{local} wheel ({TORCH_CPU_INDEX} unreachable, no local copy); "
+                         "PyPI's Linux torch is a CUDA build, so it is not used: will not install there")
+    if not found:
+        sys.exit("error: no torch CPU wheel hash found")
+    return sorted(set(found.values())), notes
+
+
+# --------------------------------------------------------------------------- output
+
+
+def requirement_names(requires_dist: list[str]) -> set[str]:
+    """Names of the unconditional-on-extras dependencies in a Requires-Dist list."""
+    names = set()
+    for req in requires_dist:
+        if "extra ==" in req.replace('"', "").replace("'", ""):
+            continue
+        m = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", req)
+        if m:
+            names.add(canonical(m.group(1)))
+    return names
+
+
+def write_lock(src: str, dst: str, header: list[str], install: list[dict], minor: int, wheel_dirs: list[Path]) -> None:
+    pkgs = {canonical(i["metadata"]["name"]): i for i in install}
+    via: dict[str, list[str]] = {name: [] for name in pkgs}
+    for name, item in pkgs.items():
+        if item.get("requested"):
+            via[name].append(f"-r {src}")
+        for dep in requirement_names(item["metadata"].get("requires_dist", [])):
+            if dep in via and dep != name:
+                via[dep].append(name)
+
+    out = [
+        f"# This file is generated by tools/lock_requirements.py from {src} -- do not edit by hand.",
+        "# Regenerate: python3 tools/lock_requirements.py",
+        f"# Resolved with pip for CPython 3.{minor}; hashes cover Linux x86_64 + aarch64 (manylinux) wheels,",
+        "# pure-Python wheels, and sdists where an architecture has no wheel.",
+        "",
+        *header,
+    ]
+    for name in sorted(pkgs):
+        version = pkgs[name]["metadata"]["version"]
+        if name == "torch":
+            hashes, notes = torch_hashes(version, minor, wheel_dirs)
+        else:
+            hashes, notes = pypi_hashes(name, version, minor)
+        pin = version.split("+")[0]  # torch 2.13.0+cpu is pinned as torch==2.13.0
+        out.append(f"{name}=={pin} \\")
+        out += [f"    --hash=sha256:{h}" + (" \\" if i < len(hashes) - 1 else "") for i, h in enumerate(hashes)]
+        out.append(f"    # via {', '.join(sorted(via[name]))}")
+        for note in notes:
+            out.append(f"    # NOTE: {note}")
+            print(f"warning: {name}=={pin}: {note}", file=sys.stderr)
+    (ROOT / dst).write_text("\n".join(out) + "\n")
+    print(f"wrote {dst} ({len(pkgs)} packages)")
+
+
+def pins(lock: Path) -> list[str]:
+    return [m.group(0) for m in re.finditer(r"^[A-Za-z0-9._-]+==\S+", lock.read_text(), re.M)]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--python", default=sys.executable, help="interpreter for the resolve venv (CPython 3.11)")
+    ap.add_argument("--torch-wheel-dir", type=Path, action="append",
+                    help="directory with torch-X+cpu wheels to hash if the PyTorch index is unreachable "
+                         "(default: /opt/wheels)")
+    args = ap.parse_args()
+    wheel_dirs = args.torch_wheel_dir or [Path("/opt/wheels")]
+
+    with tempfile.TemporaryDirectory(prefix="lockreq-") as tmpdir:
+        tmp = Path(tmpdir)
+        subprocess.run([args.python, "-m", "venv", str(tmp / "venv")], check=True)
+        py = tmp / "venv" / "bin" / "python"
+        minor = int(subprocess.run([str(py), "-c", "import sys; print(sys.version_info[1])"],
+                                   capture_output=True, text=True, check=True).stdout)
+        if minor != 11:
+            print(f"warning: resolving with Python 3.{minor}; the project targets 3.11", file=sys.stderr)
+        for src, dst, constrained_by in LOCKS:
+            header, reqs = read_in(ROOT / src)
+            constraints = pins(ROOT / constrained_by) if constrained_by else []
+            install = resolve(tmp / "venv" / "bin" / "pip", header, reqs, constraints, tmp)
+            write_lock(src, dst, header, install, minor, wheel_dirs)
+
+
+if __name__ == "__main__":
+    main()
