@@ -50,6 +50,6 @@ def main(spec_path: str) -> int:
 if __name__ == "__main__":
     try:
         sys.exit(main(sys.argv[1]))
-    except Exception:  # the runner shows the last lines of this as the cell's reason
+    except Exception:  # noqa: BLE001 - the runner shows the last lines of this as the cell's reason
         traceback.print_exc()
         sys.exit(1)

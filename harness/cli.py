@@ -76,7 +76,8 @@ def _run(args) -> int:
 def _list(args) -> int:
     m = matrix_mod.load(args.matrix)
     cells = m.expand(args.profile, args.only)
-    rows = [{"cell": c.id, "kind": c.kind, "repeats": c.repeats, "skip": m.skip_reason(c, args.platform)} for c in cells]
+    rows = [{"cell": c.id, "kind": c.kind, "repeats": c.repeats, "skip": m.skip_reason(c, args.platform)}
+            for c in cells]
     if args.json:
         print(json.dumps(rows, indent=1))
     else:
@@ -109,7 +110,8 @@ def _results(args) -> int:
         tput = r.get("mean_throughput_other_epochs")
         tput = f"{tput:,.0f} {r.get('throughput_unit', '')}" if tput else "-"
         best = r.get("best_metric")
-        print(f"{r.get('status', '?'):8} {r['cell']} r{r.get('repeat', 0)}  best={best if best is None else round(best, 4)}"
+        best = "-" if best is None else f"{best:.4f}"
+        print(f"{r.get('status', '?'):8} {r['cell']} r{r.get('repeat', 0)}  best={best}"
               f"  ttt={r.get('time_to_target_s')}  throughput={tput}  {r.get('reason') or ''}")
     return 0
 

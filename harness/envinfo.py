@@ -85,7 +85,8 @@ def _nvidia() -> dict[str, Any] | None:
     out = _run(["nvidia-smi", "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"])
     if not out:
         return None
-    gpus = [dict(zip(("name", "driver", "memory"), (s.strip() for s in line.split(",")))) for line in out.splitlines()]
+    gpus = [dict(zip(("name", "driver", "memory"), (s.strip() for s in line.split(",")), strict=False))
+            for line in out.splitlines()]
     return {"gpus": gpus, "driver": gpus[0]["driver"] if gpus else None}
 
 
@@ -102,6 +103,13 @@ def _ascend() -> dict[str, Any] | None:
     return {"cann": cann, "devices": len(glob.glob("/dev/davinci[0-9]*")), "npu_smi_info": npu}
 
 
+def _distro() -> str | None:
+    try:
+        return platform.freedesktop_os_release().get("PRETTY_NAME")
+    except OSError:
+        return None
+
+
 def _git() -> dict[str, Any]:
     commit = _run(["git", "-C", str(REPO), "rev-parse", "HEAD"])
     dirty = _run(["git", "-C", str(REPO), "status", "--porcelain", "--untracked-files=no"])
@@ -116,11 +124,10 @@ def _container() -> dict[str, Any] | None:
 
 def capture(probe_frameworks: bool = True) -> dict[str, Any]:
     env: dict[str, Any] = {
-        "captured_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "captured_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         "hostname": platform.node(),
         "os": {"system": platform.system(), "release": platform.release(), "machine": platform.machine(),
-               "distro": platform.freedesktop_os_release().get("PRETTY_NAME") if hasattr(platform, "freedesktop_os_release")
-               and os.path.exists("/etc/os-release") else None},
+               "distro": _distro()},
         "cpu": {"model": _cpu_model(), "cores": os.cpu_count(),
                 "usable_cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None},
         "memory_gib": _memory_gib(),

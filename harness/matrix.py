@@ -47,7 +47,7 @@ class Cell:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Cell":
+    def from_dict(cls, d: dict[str, Any]) -> Cell:
         return cls(**d)
 
 
@@ -85,7 +85,8 @@ class Matrix:
             mspec = self.data["models"][model]
             epochs = mspec.get("epochs", {}).get(profile_name)
             spec = {k: v for k, v in mspec.items() if k != "epochs"} | {"epochs": epochs}
-            for fw, mode, amp, dev in itertools.product(prof["frameworks"], prof["modes"], prof["amp"], prof["devices"]):
+            product = itertools.product(prof["frameworks"], prof["modes"], prof["amp"], prof["devices"])
+            for fw, mode, amp, dev in product:
                 axes = {"model": model, "framework": fw, "mode": mode, "amp": amp, "devices": dev}
                 if self._excluded(axes):
                     continue
@@ -114,7 +115,7 @@ class Matrix:
                 if self._excluded(axes):
                     continue
                 for values in itertools.product(*(sweep[n] for n in names)):
-                    shape = dict(zip(names, values))
+                    shape = dict(zip(names, values, strict=False))
                     tag = "-".join(f"{n}{v}" for n, v in shape.items())
                     out.append(Cell(id=f"operator/{op}/{fw}/{mode}/{dtype}/{direction}/{tag}", kind="operator",
                                     op=op, framework=fw, mode=mode, amp="off", devices=1, repeats=repeats,

@@ -59,7 +59,8 @@ class RunStore:
         try:
             return json.loads((self.root / "run.json").read_text())
         except (OSError, json.JSONDecodeError) as e:
-            raise HarnessError(f"{self.root / 'run.json'} cannot be read ({e}); the folder is not a usable run") from None
+            raise HarnessError(f"{self.root / 'run.json'} cannot be read ({e}); "
+                               f"the folder is not a usable run") from None
 
     def write_meta(self, meta: dict[str, Any]) -> None:
         write_json_atomic(self.root / "run.json", meta)

@@ -30,10 +30,20 @@ URLS = {name: _BASE + name for name in FILES}
 N_TRAIN, N_VAL = 140, 500
 
 
+class _Unpickler(pickle.Unpickler):
+    """The files are Python 2 pickles naming `scipy.sparse.csr`, a module SciPy 2 removes: map such
+    names to the public `scipy.sparse` namespace."""
+
+    def find_class(self, module, name):
+        if module.startswith("scipy.sparse."):
+            module = "scipy.sparse"
+        return super().find_class(module, name)
+
+
 def load(folder: Path) -> dict:
     def unpickle(name):
         with open(Path(folder) / f"ind.cora.{name}", "rb") as f:
-            return pickle.load(f, encoding="latin1")  # Python 2 pickles; hashes verified before this
+            return _Unpickler(f, encoding="latin1").load()  # hashes were verified before this
 
     x, y, tx, ty, allx, ally, graph = (unpickle(n) for n in ("x", "y", "tx", "ty", "allx", "ally", "graph"))
     test_order = np.loadtxt(Path(folder) / "ind.cora.test.index", dtype=np.int64)

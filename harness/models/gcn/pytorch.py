@@ -55,7 +55,7 @@ class Workload:
         self.opt.step()
         return loss.item()
 
-    def logits(self) -> "np.ndarray":  # noqa: F821
+    def logits(self) -> np.ndarray:  # noqa: F821
         self.net.eval()
         with torch.no_grad():
             return self.net(self.x, self.adj).float().cpu().numpy()

@@ -1,0 +1,42 @@
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED_DATA = Path(os.environ.get("HARNESS_SHARED_DATA", REPO.parent / "shared" / "data"))
+
+
+def harness(*args, timeout=900, **kw):
+    """Run `python -m harness ARGS` as a user would; returns the CompletedProcess."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.run([sys.executable, "-m", "harness", *map(str, args)], capture_output=True, text=True,
+                          timeout=timeout, cwd=REPO, env=env, **kw)
+
+
+@pytest.fixture
+def shared_data():
+    if not (SHARED_DATA / "cora_planetoid").is_dir():
+        pytest.skip(f"no real data at {SHARED_DATA}")
+    return SHARED_DATA
+
+
+def write_matrix(path: Path, *, epochs: int = 5, timeout_s: int = 600, frameworks=("pytorch",),
+                 modes=("eager",), extra: str = "") -> Path:
+    """A small matrix file of the real format: GCN only, few epochs."""
+    text = (REPO / "harness" / "matrix.toml").read_text()
+    text = text.replace("epochs = { quick = 200, full = 200 }", f"epochs = {{ quick = {epochs}, full = {epochs} }}")
+    head, _, _ = text.partition("[profiles.quick]")
+    path.write_text(head + f"""
+[profiles.quick]
+models = ["gcn"]
+frameworks = {list(frameworks)!r}
+modes = {list(modes)!r}
+amp = ["off"]
+devices = [1]
+repeats = 1
+timeout_s = {timeout_s}
+""".replace("'", '"') + extra)
+    return path

@@ -1,0 +1,62 @@
+"""The quick profile's GCN cells, both frameworks, through results and the report.
+
+On real Cora (../shared/data) when that folder exists, on synthetic data otherwise."""
+
+import json
+
+import pytest
+
+from tests.conftest import SHARED_DATA, harness
+
+CONTRACT = {"cell", "kind", "model", "framework", "mode", "amp", "devices", "status", "reason", "metric", "target",
+            "best_metric", "test_metric", "time_to_target_s", "first_epoch_throughput",
+            "mean_throughput_other_epochs", "throughput_unit", "curve", "synthetic"}
+REAL = (SHARED_DATA / "cora_planetoid").is_dir()
+
+
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("e2e") / "run"
+    data = ["--data-dir", SHARED_DATA] if REAL else ["--synthetic"]
+    p = harness("run", "--platform", "cpu", "--profile", "quick", "--out", out, *data, timeout=1200)
+    assert p.returncode == 0, p.stderr[-3000:]
+    return out
+
+
+def test_every_quick_gcn_cell_is_ok_and_reaches_the_target(quick_run):
+    results = json.loads(harness("results", quick_run, "--json").stdout)
+    assert {(r["framework"], r["mode"]) for r in results} == {("pytorch", "eager"), ("mindspore", "graph"),
+                                                              ("mindspore", "pynative")}
+    for r in results:
+        assert CONTRACT <= set(r), CONTRACT - set(r)
+        assert r["status"] == "ok" and r["reason"] is None
+        assert r["synthetic"] is (not REAL)
+        assert r["time_to_target_s"] is not None and 0 < r["time_to_target_s"] < r["curve"][-1][0] + 1e-9
+        assert r["first_epoch_throughput"] > 0 and r["mean_throughput_other_epochs"] > 0
+        assert r["throughput_unit"] == "nodes/s" and len(r["curve"]) == 200
+        times = [t for t, _ in r["curve"]]
+        assert times == sorted(times)
+        if REAL:  # Kipf & Welling report 81.5%
+            assert r["test_metric"] >= 0.79, (r["cell"], r["test_metric"])
+
+
+def test_the_run_records_its_environment_and_per_framework_settings(quick_run):
+    env = json.loads((quick_run / "env.json").read_text())
+    assert env["packages"]["torch"].startswith("2.13.0") and env["packages"]["mindspore"] == "2.10.0"
+    assert env["frameworks"]["mindspore"]["mindspore"] == "2.10.0"
+    assert env["cpu"]["cores"] >= 1 and env["git"]["commit"]
+    results = json.loads(harness("results", quick_run, "--json").stdout)
+    ms = next(r for r in results if r["framework"] == "mindspore")
+    assert ms["process_env"]["GLOG_v"] == "2" and ms["settings"]["device_target"] == "CPU"
+
+
+def test_report_renders_html_and_latex_from_the_run(quick_run):
+    p = harness("report", quick_run)
+    assert p.returncode == 0, p.stderr
+    html = (quick_run / "report" / "report.html").read_text()
+    for needle in ("Table I", "model/gcn/mindspore/pynative/amp-off/1dev", "nodes/s", "Quick profile"):
+        assert needle in html
+    assert ("Synthetic data" in html) is (not REAL)
+    table = (quick_run / "report" / "tables" / "table1.tex").read_text()
+    assert table.count(r"\\") == 1 + 3  # header + one row per cell
+    assert r"\begin{tabular}" in (quick_run / "report" / "report.tex").read_text()

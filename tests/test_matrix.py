@@ -1,0 +1,112 @@
+import pytest
+
+from harness import matrix
+from harness.errors import HarnessError
+
+
+def test_quick_profile_expands_to_the_three_gcn_cells():
+    ids = [c.id for c in matrix.load().expand("quick")]
+    assert ids == ["model/gcn/pytorch/eager/amp-off/1dev", "model/gcn/mindspore/graph/amp-off/1dev",
+                   "model/gcn/mindspore/pynative/amp-off/1dev"]
+
+
+def test_ids_are_unique_and_stable_across_loads():
+    for profile in matrix.load().profiles:
+        a = [c.id for c in matrix.load().expand(profile)]
+        assert a == [c.id for c in matrix.load().expand(profile)]
+        assert len(a) == len(set(a))
+
+
+def _matrix(tmp_path, body):
+    p = tmp_path / "m.toml"
+    p.write_text(body)
+    return matrix.load(p)
+
+
+BASE = """
+[axes]
+framework = ["pytorch", "mindspore"]
+mode = ["eager", "graph", "pynative"]
+amp = ["off", "O2", "O3"]
+devices = [1, 2, 8]
+[models.m]
+dataset = "cora"
+target = 0.5
+epochs = { p = 1 }
+[operators.linear]
+sweep = { batch = [8, 16], n = [4] }
+[[exclude]]
+framework = "pytorch"
+mode = ["graph", "pynative"]
+why = "MindSpore modes"
+[[exclude]]
+framework = "mindspore"
+mode = "eager"
+why = "PyTorch mode"
+[[exclude]]
+framework = "pytorch"
+amp = "O3"
+why = "no O3 in PyTorch"
+[[skip]]
+platform = "cpu"
+devices = 8
+why = "too many processes for a CPU"
+[profiles.p]
+models = ["m"]
+operators = ["linear"]
+frameworks = ["pytorch", "mindspore"]
+modes = ["eager", "graph", "pynative"]
+amp = ["off", "O2", "O3"]
+devices = [1, 2, 8]
+"""
+
+
+def test_exclusion_rules_prune_the_product(tmp_path):
+    cells = _matrix(tmp_path, BASE).expand("p")
+    models = [c for c in cells if c.kind in ("model", "scaling")]
+    # pytorch: eager x {off, O2} x 3 devices = 6; mindspore: {graph, pynative} x 3 amp x 3 devices = 18
+    assert len(models) == 6 + 18
+    assert not any(c.framework == "pytorch" and c.mode in ("graph", "pynative") for c in cells)
+    assert not any(c.framework == "mindspore" and c.mode == "eager" for c in cells)
+    assert not any(c.framework == "pytorch" and c.amp == "O3" for c in cells)
+    assert {c.kind for c in models if c.devices > 1} == {"scaling"}
+    assert "scaling/m/mindspore/graph/amp-O3/2dev" in {c.id for c in cells}
+
+
+def test_operator_sweep_is_a_product_of_its_lists(tmp_path):
+    ops = [c for c in _matrix(tmp_path, BASE).expand("p") if c.kind == "operator"]
+    # pytorch eager + mindspore graph + mindspore pynative, 2 batch sizes each
+    assert len(ops) == 3 * 2
+    assert "operator/linear/mindspore/graph/fp32/fwd/batch16-n4" in {c.id for c in ops}
+
+
+def test_skip_rules_depend_on_the_platform(tmp_path):
+    m = _matrix(tmp_path, BASE)
+    cell = next(c for c in m.expand("p") if c.devices == 8)
+    assert m.skip_reason(cell, "cpu") == "too many processes for a CPU"
+    assert m.skip_reason(cell, "cuda") is None
+
+
+def test_only_glob_filters_and_empty_match_is_an_error(tmp_path):
+    m = _matrix(tmp_path, BASE)
+    assert {c.framework for c in m.expand("p", only="*/mindspore/*")} == {"mindspore"}
+    with pytest.raises(HarnessError, match="matches no cell"):
+        m.expand("p", only="model/nothing/*")
+
+
+@pytest.mark.parametrize("bad, message", [
+    (BASE + "[[exclude]]\nframwork = 'pytorch'\nwhy = 'typo'\n", "unknown key"),
+    (BASE + "[[skip]]\nplatform = 'cpu'\n", "no 'why'"),
+    (BASE.replace('modes = ["eager", "graph", "pynative"]', 'modes = ["eager", "jit"]'), "not in \\[axes\\]"),
+    (BASE.replace('models = ["m"]', 'models = ["resnet"]'), "no \\[models.resnet\\]"),
+    (BASE + "[profiles.q]\nmodel = ['m']\n", "unknown key"),
+    ("[axes\n", "not valid TOML"),
+])
+def test_bad_matrix_files_give_one_clear_error(tmp_path, bad, message):
+    with pytest.raises(HarnessError, match=message):
+        _matrix(tmp_path, bad)
+
+
+def test_unknown_profile_names_the_choices():
+    with pytest.raises(HarnessError, match="choose one of: full, quick"):
+        matrix.load().expand("fast")
