@@ -56,7 +56,8 @@ def run(matrix: Matrix, profile: str, platform: str, out: Path, *, only: str | N
     store = RunStore(out)
     meta = _claim(store, matrix, profile, platform, synthetic, resume)
     folders = {} if synthetic else _prepare_data(cells, data_dir, allow_download)
-    write_json_atomic(out / "env.json", envinfo.capture())
+    env = envinfo.capture() | {"run_started_at": _now(), "run_finished_at": None}
+    write_json_atomic(out / "env.json", env)
 
     todo = [(c, r) for c in cells for r in range(c.repeats)]
     invocation = {"argv": sys.argv, "started_at": _now(), "only": only, "finished_at": None, "interrupted": False}
@@ -95,8 +96,9 @@ def run(matrix: Matrix, profile: str, platform: str, out: Path, *, only: str | N
     finally:
         for sig, handler in old.items():
             signal.signal(sig, handler)
-        invocation["finished_at"] = _now()
+        invocation["finished_at"] = env["run_finished_at"] = _now()
         store.write_meta(meta)
+        write_json_atomic(out / "env.json", env)
     summary = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
     log(f"done: {summary}; results in {out}")
     return 0 if all(s in KEEP_ON_RESUME for s in counts) else 1

@@ -44,7 +44,7 @@ def test_the_run_records_its_environment_and_per_framework_settings(quick_run):
     env = json.loads((quick_run / "env.json").read_text())
     assert env["packages"]["torch"].startswith("2.13.0") and env["packages"]["mindspore"] == "2.10.0"
     assert env["frameworks"]["mindspore"]["mindspore"] == "2.10.0"
-    assert env["cpu"]["cores"] >= 1 and env["git"]["commit"]
+    assert env["cpu"]["cores"] >= 1 and env["git"]["commit"] and env["run_finished_at"] >= env["run_started_at"]
     results = json.loads(harness("results", quick_run, "--json").stdout)
     ms = next(r for r in results if r["framework"] == "mindspore")
     assert ms["process_env"]["GLOG_v"] == "2" and ms["settings"]["device_target"] == "CPU"

@@ -56,8 +56,9 @@ class Workload:
 
         def step(*args):
             loss, grads = grad_fn(*args)
-            self.opt(grads)
-            return loss
+            # depend: the loss is ready only once the update is done, so reading it back (train_epoch)
+            # waits for the whole step, also in PYNATIVE mode where ops are dispatched asynchronously.
+            return ops.depend(loss, self.opt(grads))
 
         # In GRAPH mode the whole step (forward, backward, update) compiles to one graph.
         self.step = ms.jit(step) if ctx.cell.mode == "graph" else step

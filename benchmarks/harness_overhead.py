@@ -1,0 +1,106 @@
+"""Harness throughput / bare-loop throughput for a model cell, per framework (goal: >= 0.99).
+
+For each cell, one fresh process (as the runner gives every cell) alternates, `--rounds` times:
+  harness: the harness's own training scenario (scenarios/training.py: event log, per-epoch clock,
+           validation after every epoch), reporting its mean throughput of the epochs after the first;
+  bare:    a fresh workload, one warm-up step, then `--epochs - 1` plain back-to-back steps timed as
+           one block, synchronised at the end.
+It prints each round and the median ratio. Usage:
+
+    python benchmarks/harness_overhead.py [--model gcn] [--epochs 101] [--rounds 3] [--data-dir DIR | --synthetic]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from statistics import median
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from harness import data as datasets  # noqa: E402
+from harness import eventlog, matrix  # noqa: E402
+from harness.context import CellContext  # noqa: E402
+from harness.frameworks import backend as load_backend  # noqa: E402
+from harness.scenarios import training  # noqa: E402
+
+
+def measure(cell_id: str, epochs: int, rounds: int, data_dir: str | None) -> dict:
+    """In this process: alternate harness and bare loop on one cell."""
+    cell = next(c for c in matrix.load().expand("full") if c.id == cell_id)
+    cell.spec["epochs"] = epochs
+    folder = str(datasets.prepare(cell.spec["dataset"], Path(data_dir), False)) if data_dir else None
+    ctx = CellContext(cell=cell, platform="cpu", repeat=0, data_folder=folder, synthetic=folder is None)
+    backend = load_backend(cell.framework)
+    ctx.settings = backend.setup(ctx)
+    build = training.model_module(cell.model, cell.framework).build
+    ds = datasets.module(cell.spec["dataset"])
+    data = ds.load(folder) if folder else ds.synthetic(cell.seed)
+    def harness_loop() -> float:
+        with tempfile.TemporaryDirectory() as tmp:
+            events = eventlog.EventLog(Path(tmp) / "events.jsonl")
+            training.run(ctx, backend, events)
+            events.close()
+            return training.summarise(eventlog.read(Path(tmp) / "events.jsonl"), cell)["mean_throughput_other_epochs"]
+
+    def bare_loop() -> float:
+        workload = build(ctx, data)
+        workload.train_epoch()  # warm-up: the harness's first epoch is excluded too
+        t = time.perf_counter()
+        for _ in range(epochs - 1):
+            workload.train_epoch()
+        backend.synchronize(ctx)
+        return (epochs - 1) * workload.samples_per_epoch / (time.perf_counter() - t)
+
+    bare_loop()  # process warm-up (thread pools, allocator, kernel caches), not counted
+    out = []
+    for i in range(rounds):
+        # Alternate the order so a drift in machine state does not favour one side.
+        if i % 2:
+            bare_tput, harness_tput = bare_loop(), harness_loop()
+        else:
+            harness_tput, bare_tput = harness_loop(), bare_loop()
+        out.append({"harness": harness_tput, "bare": bare_tput, "ratio": harness_tput / bare_tput})
+    return {"cell": cell_id, "rounds": out, "median_ratio": median(r["ratio"] for r in out),
+            "unit": cell.spec["throughput_unit"]}
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--model", default="gcn")
+    p.add_argument("--epochs", type=int, default=101)
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--data-dir", default=str(REPO.parent / "shared" / "data"))
+    p.add_argument("--synthetic", action="store_true")
+    p.add_argument("--child", help=argparse.SUPPRESS)
+    a = p.parse_args()
+    data_dir = None if a.synthetic or not Path(a.data_dir, "cora_planetoid").is_dir() else a.data_dir
+    if a.child:
+        print(json.dumps(measure(a.child, a.epochs, a.rounds, data_dir)))
+        return 0
+    cells = [c for c in matrix.load().expand("full") if c.model == a.model and c.devices == 1 and c.amp == "off"]
+    print(f"harness / bare-loop throughput, {a.model}, {a.epochs} epochs x {a.rounds} rounds, "
+          f"{'real data from ' + data_dir if data_dir else 'synthetic data'}")
+    for cell in cells:
+        env = {**os.environ, **load_backend(cell.framework).process_env("cpu"), "PYTHONPATH": str(REPO)}
+        args = [sys.executable, __file__, "--child", cell.id, "--epochs", str(a.epochs), "--rounds", str(a.rounds)]
+        args += ["--data-dir", data_dir] if data_dir else ["--synthetic"]
+        proc = subprocess.run(args, capture_output=True, text=True, env=env, cwd=tempfile.gettempdir())
+        if proc.returncode != 0:
+            print(f"{cell.id}: failed\n{proc.stderr[-2000:]}")
+            continue
+        r = json.loads(proc.stdout.strip().splitlines()[-1])
+        rounds = "  ".join(f"{x['harness']:,.0f}/{x['bare']:,.0f}={x['ratio']:.3f}" for x in r["rounds"])
+        print(f"{cell.id}: median ratio {r['median_ratio']:.3f}   ({r['unit']}, harness/bare per round: {rounds})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
