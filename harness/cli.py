@@ -42,6 +42,10 @@ def _parser() -> argparse.ArgumentParser:
 
     sub.add_parser("env", help="this host's environment as JSON")
 
+    mo = sub.add_parser("models", help="parameter and layer counts per model and framework")
+    mo.add_argument("--json", action="store_true")
+    mo.add_argument("--matrix", type=Path)
+
     rep = sub.add_parser("report", help="render HTML and LaTeX from one or more run folders")
     rep.add_argument("runs", nargs="+", type=Path, metavar="DIR")
     rep.add_argument("--out", type=Path, help="report folder (default: FIRST_DIR/report)")
@@ -94,6 +98,26 @@ def _env(args) -> int:
     return 0
 
 
+def _models(args) -> int:
+    from harness.describe import describe_all
+
+    rows = describe_all(matrix_mod.load(args.matrix))
+    if args.json:
+        print(json.dumps(rows, indent=1))
+    else:
+        for r in rows:
+            what = r.get("error") or f"{r['parameters']:,} parameters, {r['layers']} layers"
+            print(f"{r['model']:10} {r['framework']:10} {what}")
+    by_model: dict[str, set] = {}
+    for r in rows:
+        by_model.setdefault(r["model"], set()).add((r["parameters"], r["layers"]))
+    disagree = sorted(m for m, counts in by_model.items() if len(counts) > 1)
+    if disagree:
+        print(f"error: the frameworks disagree on the size of: {', '.join(disagree)}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def _results(args) -> int:
     from harness.store import RunStore
 
@@ -124,4 +148,4 @@ def _report(args) -> int:
     return 0
 
 
-COMMANDS = {"run": _run, "list": _list, "env": _env, "results": _results, "report": _report}
+COMMANDS = {"run": _run, "list": _list, "env": _env, "models": _models, "results": _results, "report": _report}

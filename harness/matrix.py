@@ -83,8 +83,7 @@ class Matrix:
         cells: list[Cell] = []
         for model in prof.get("models", []):
             mspec = self.data["models"][model]
-            epochs = mspec.get("epochs", {}).get(profile_name)
-            spec = {k: v for k, v in mspec.items() if k != "epochs"} | {"epochs": epochs}
+            spec = model_spec(mspec, profile_name)
             product = itertools.product(prof["frameworks"], prof["modes"], prof["amp"], prof["devices"])
             for fw, mode, amp, dev in product:
                 axes = {"model": model, "framework": fw, "mode": mode, "amp": amp, "devices": dev}
@@ -126,6 +125,14 @@ class Matrix:
 
     def _excluded(self, axes: dict[str, Any]) -> bool:
         return any(_matches(rule, axes) for rule in self.data.get("exclude", []))
+
+
+def model_spec(mspec: dict[str, Any], profile_name: str) -> dict[str, Any]:
+    """A model's table with its [profile.P] settings merged in (hparams merged key by key)."""
+    over = dict(mspec.get("profile", {}).get(profile_name, {}))
+    spec = {k: v for k, v in mspec.items() if k != "profile"}
+    spec["hparams"] = {**spec.get("hparams", {}), **over.pop("hparams", {})}
+    return spec | over
 
 
 def _matches(rule: dict[str, Any], values: dict[str, Any]) -> bool:

@@ -27,7 +27,7 @@ def write_matrix(path: Path, *, epochs: int = 5, timeout_s: int = 600, framework
                  modes=("eager",), extra: str = "") -> Path:
     """A small matrix file of the real format: GCN only, few epochs."""
     text = (REPO / "harness" / "matrix.toml").read_text()
-    text = text.replace("epochs = { quick = 200, full = 200 }", f"epochs = {{ quick = {epochs}, full = {epochs} }}")
+    text = text.replace("profile.quick = { epochs = 200 }", f"profile.quick = {{ epochs = {epochs} }}")
     head, _, _ = text.partition("[profiles.quick]")
     path.write_text(head + f"""
 [profiles.quick]

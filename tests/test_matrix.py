@@ -32,7 +32,7 @@ devices = [1, 2, 8]
 [models.m]
 dataset = "cora"
 target = 0.5
-epochs = { p = 1 }
+profile.p = { epochs = 1 }
 [operators.linear]
 sweep = { batch = [8, 16], n = [4] }
 [[exclude]]
@@ -110,3 +110,9 @@ def test_bad_matrix_files_give_one_clear_error(tmp_path, bad, message):
 def test_unknown_profile_names_the_choices():
     with pytest.raises(HarnessError, match="choose one of: full, quick"):
         matrix.load().expand("fast")
+
+
+def test_profile_settings_merge_into_the_model_spec():
+    spec = matrix.model_spec({"hparams": {"lr": 0.1, "batch": 128}, "profile": {"quick": {
+        "epochs": 2, "train_samples": 512, "hparams": {"batch": 32}}}}, "quick")
+    assert spec == {"hparams": {"lr": 0.1, "batch": 32}, "epochs": 2, "train_samples": 512}

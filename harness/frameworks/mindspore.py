@@ -53,3 +53,23 @@ def versions() -> dict[str, Any]:
     import mindspore as ms
 
     return {"mindspore": ms.__version__}
+
+
+def amp_network(ctx, net):
+    """Cast a network for the cell's AMP level (O2: fp16 but BatchNorm and loss in fp32; O3: all fp16).
+    Returns the network unchanged with AMP off."""
+    if ctx.cell.amp == "off":
+        return net
+    import mindspore as ms
+
+    return ms.amp.auto_mixed_precision(net, ctx.cell.amp)
+
+
+def loss_scaler(ctx):
+    """Dynamic loss scaling for fp16 on GPU/Ascend; None with AMP off and on CPU, where MindSpore's
+    O2/O3 train only without a loss-scale manager."""
+    if ctx.cell.amp == "off" or ctx.platform == "cpu":
+        return None
+    import mindspore as ms
+
+    return ms.amp.DynamicLossScaler(scale_value=2.0**16, scale_factor=2, scale_window=1000)

@@ -66,3 +66,27 @@ def versions() -> dict[str, Any]:
         except Exception as e:  # noqa: BLE001 - record why, never fail the cell for a version probe
             out["torch_npu"] = f"unavailable: {e}"
     return out
+
+
+def amp_dtype(ctx):
+    """Mixed-precision compute type: fp16 on GPU/NPU (as the paper), bf16 on CPU (CPU autocast's type)."""
+    import torch
+
+    return torch.bfloat16 if ctx.platform == "cpu" else torch.float16
+
+
+def autocast(ctx):
+    """Context manager for the forward pass and loss: autocast when the cell's AMP is on, else a no-op.
+    PyTorch's one AMP setting is recorded as O2 (the paper's PyTorch AMP level)."""
+    import torch
+
+    kind = {"cpu": "cpu", "cuda": "cuda", "ascend": "npu"}[ctx.platform]
+    return torch.autocast(kind, dtype=amp_dtype(ctx), enabled=ctx.cell.amp != "off")
+
+
+def grad_scaler(ctx):
+    """Loss scaling for fp16 (GPU/NPU); disabled for fp32 and for bf16, which needs none."""
+    import torch
+
+    kind = {"cpu": "cpu", "cuda": "cuda", "ascend": "npu"}[ctx.platform]
+    return torch.amp.GradScaler(kind, enabled=ctx.cell.amp != "off" and ctx.platform != "cpu")

@@ -9,22 +9,31 @@ from mindspore import Tensor, nn, ops
 from harness.models.gcn import accuracy, init_weights
 
 
-class GCN(nn.Cell):
-    def __init__(self, weights: dict, dropout: float, num_nodes: int):
+class GraphConvolution(nn.Cell):
+    """adj @ (x @ W), no bias (as the reference implementation)."""
+
+    def __init__(self, weight: np.ndarray, name: str, num_nodes: int):
         super().__init__()
-        self.w0 = ms.Parameter(Tensor(weights["w0"]), name="w0")
-        self.w1 = ms.Parameter(Tensor(weights["w1"]), name="w1")
-        self.drop0 = nn.Dropout(p=dropout)
-        self.drop1 = nn.Dropout(p=dropout)
+        self.weight = ms.Parameter(Tensor(weight), name=name)
         # ops.SparseTensorDenseMatmul trains on CPU, GPU and Ascend; the COO/CSR Tensor matmuls do not on CPU.
         self.spmm = ops.SparseTensorDenseMatmul()
         self.shape = (num_nodes, num_nodes)
 
     def construct(self, x, adj_indices, adj_values):
-        x = self.drop0(x)
-        h = ops.relu(self.spmm(adj_indices, adj_values, self.shape, ops.matmul(x, self.w0)))
-        h = self.drop1(h)
-        return self.spmm(adj_indices, adj_values, self.shape, ops.matmul(h, self.w1))
+        return self.spmm(adj_indices, adj_values, self.shape, ops.matmul(x, self.weight))
+
+
+class GCN(nn.Cell):
+    def __init__(self, weights: dict, dropout: float, num_nodes: int):
+        super().__init__()
+        self.gc0 = GraphConvolution(weights["w0"], "w0", num_nodes)
+        self.gc1 = GraphConvolution(weights["w1"], "w1", num_nodes)
+        self.drop0 = nn.Dropout(p=dropout)
+        self.drop1 = nn.Dropout(p=dropout)
+
+    def construct(self, x, adj_indices, adj_values):
+        h = ops.relu(self.gc0(self.drop0(x), adj_indices, adj_values))
+        return self.gc1(self.drop1(h), adj_indices, adj_values)
 
 
 class LossCell(nn.Cell):
@@ -36,7 +45,7 @@ class LossCell(nn.Cell):
     def construct(self, x, adj_indices, adj_values, labels, train_idx):
         logits = self.net(x, adj_indices, adj_values)
         ce = ops.cross_entropy(ops.gather(logits, train_idx, 0), ops.gather(labels, train_idx, 0))
-        return ce + self.weight_decay * 0.5 * (self.net.w0 ** 2).sum()
+        return ce + self.weight_decay * 0.5 * (self.net.gc0.weight ** 2).sum()
 
 
 class Workload:
@@ -67,15 +76,29 @@ class Workload:
         self.net.set_train(True)
         return float(self.step(*self.inputs, *self.train_args).asnumpy())  # asnumpy waits for the device
 
-    def logits(self) -> np.ndarray:
+    def probe_forward(self) -> np.ndarray:
+        """Eval-mode output on the whole graph (the model's probe batch)."""
         self.net.set_train(False)
         return self.net(*self.inputs).asnumpy()
 
+    def probe_step(self) -> float:
+        return self.train_epoch()  # full-batch: one step is one epoch
+
+    def probe_loss(self) -> float:
+        self.net.set_train(False)
+        return float(self.loss_cell(*self.inputs, *self.train_args).asnumpy())
+
     def evaluate(self, split: str) -> float:
         idx = self.idx_np[split]
-        return accuracy(self.logits()[idx], self.labels_np[idx])
+        return accuracy(self.probe_forward()[idx], self.labels_np[idx])
+
+    def parameter_count(self) -> int:
+        return sum(int(np.prod(p.shape)) for p in self.net.get_parameters())
+
+    def layer_count(self) -> int:
+        leaves = (c for _, c in self.net.cells_and_names() if not list(c.cells()))
+        return sum(1 for c in leaves if list(c.get_parameters(expand=False)))
 
 
 def build(ctx, data: dict) -> Workload:
     return Workload(ctx, data)
-

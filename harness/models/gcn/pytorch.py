@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -10,18 +11,29 @@ from harness.frameworks.pytorch import device as device_of
 from harness.models.gcn import accuracy, init_weights
 
 
+class GraphConvolution(nn.Module):
+    """adj @ (x @ W), no bias (as the reference implementation)."""
+
+    def __init__(self, weight: np.ndarray):
+        super().__init__()
+        self.weight = nn.Parameter(torch.from_numpy(weight.copy()))
+
+    def forward(self, x: torch.Tensor, adj: torch.Tensor) -> torch.Tensor:
+        return torch.sparse.mm(adj, x @ self.weight)
+
+
 class GCN(nn.Module):
     def __init__(self, weights: dict, dropout: float):
         super().__init__()
-        self.w0 = nn.Parameter(torch.from_numpy(weights["w0"].copy()))
-        self.w1 = nn.Parameter(torch.from_numpy(weights["w1"].copy()))
+        self.gc0 = GraphConvolution(weights["w0"])
+        self.gc1 = GraphConvolution(weights["w1"])
         self.dropout = dropout
 
     def forward(self, x: torch.Tensor, adj: torch.Tensor) -> torch.Tensor:
         x = F.dropout(x, self.dropout, self.training)
-        h = F.relu(torch.sparse.mm(adj, x @ self.w0))
+        h = F.relu(self.gc0(x, adj))
         h = F.dropout(h, self.dropout, self.training)
-        return torch.sparse.mm(adj, h @ self.w1)
+        return self.gc1(h, adj)
 
 
 class Workload:
@@ -35,7 +47,7 @@ class Workload:
                                            torch.from_numpy(data["adj_values"]), (n, n)).coalesce().to(dev)
         self.labels_np = data["labels"]
         self.labels = torch.from_numpy(data["labels"]).to(dev)
-        self.idx = {s: torch.from_numpy(data[f"{s}_idx"]).to(dev) for s in ("train", "val", "test")}
+        self.train_idx = torch.from_numpy(data["train_idx"]).to(dev)
         self.idx_np = {s: data[f"{s}_idx"] for s in ("train", "val", "test")}
         weights = init_weights(ctx.seed, data["features"].shape[1], hp["hidden"], data["num_classes"])
         self.net = GCN(weights, hp["dropout"]).to(dev)
@@ -43,26 +55,41 @@ class Workload:
         self.opt = torch.optim.Adam(self.net.parameters(), lr=hp["lr"], betas=(hp["adam_beta1"], hp["adam_beta2"]),
                                     eps=hp["adam_eps"], weight_decay=0.0)
 
-    def loss(self, logits: torch.Tensor) -> torch.Tensor:
-        train = self.idx["train"]
-        return F.cross_entropy(logits[train], self.labels[train]) + self.weight_decay * 0.5 * (self.net.w0 ** 2).sum()
+    def _loss(self, logits: torch.Tensor) -> torch.Tensor:
+        ce = F.cross_entropy(logits[self.train_idx], self.labels[self.train_idx])
+        return ce + self.weight_decay * 0.5 * (self.net.gc0.weight ** 2).sum()
 
     def train_epoch(self) -> float:
         self.net.train()
         self.opt.zero_grad(set_to_none=True)
-        loss = self.loss(self.net(self.x, self.adj))
+        loss = self._loss(self.net(self.x, self.adj))
         loss.backward()
         self.opt.step()
         return loss.item()
 
-    def logits(self) -> np.ndarray:  # noqa: F821
+    def probe_forward(self) -> np.ndarray:
+        """Eval-mode output on the whole graph (the model's probe batch)."""
         self.net.eval()
         with torch.no_grad():
             return self.net(self.x, self.adj).float().cpu().numpy()
 
+    def probe_step(self) -> float:
+        return self.train_epoch()  # full-batch: one step is one epoch
+
+    def probe_loss(self) -> float:
+        self.net.eval()
+        with torch.no_grad():
+            return self._loss(self.net(self.x, self.adj)).item()
+
     def evaluate(self, split: str) -> float:
         idx = self.idx_np[split]
-        return accuracy(self.logits()[idx], self.labels_np[idx])
+        return accuracy(self.probe_forward()[idx], self.labels_np[idx])
+
+    def parameter_count(self) -> int:
+        return sum(p.numel() for p in self.net.parameters())
+
+    def layer_count(self) -> int:
+        return sum(1 for m in self.net.modules() if not list(m.children()) and list(m.parameters(recurse=False)))
 
 
 def build(ctx, data: dict) -> Workload:

@@ -1,0 +1,53 @@
+"""`python -m harness.describe MODEL FRAMEWORK`: build a model (synthetic data, fresh process) and
+print its parameter and layer counts as JSON. `python -m harness models` calls it per framework."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from harness import data as datasets
+from harness import matrix
+from harness.context import CellContext
+from harness.frameworks import backend as load_backend
+from harness.scenarios.training import model_module
+
+REPO = Path(__file__).resolve().parent.parent
+# The mode used to build: the cheapest one each framework has (the counts do not depend on it).
+BUILD_MODE = {"pytorch": "eager", "mindspore": "pynative"}
+
+
+def describe(model: str, framework: str, m: matrix.Matrix | None = None) -> dict:
+    m = m or matrix.load()
+    spec = matrix.model_spec(m.data["models"][model], "quick")
+    cell = matrix.Cell(id=f"describe/{model}/{framework}", kind="model", model=model, framework=framework,
+                       mode=BUILD_MODE[framework], amp="off", devices=1, repeats=1, timeout_s=0,
+                       seed=int(m.data.get("defaults", {}).get("seed", 0)), spec=dict(spec))
+    ctx = CellContext(cell=cell, platform="cpu", repeat=0, data_folder=None, synthetic=True)
+    load_backend(framework).setup(ctx)
+    wl = model_module(model, framework).build(ctx, datasets.module(spec["dataset"]).synthetic(cell.seed))
+    return {"model": model, "framework": framework, "parameters": wl.parameter_count(), "layers": wl.layer_count()}
+
+
+def describe_all(m: matrix.Matrix) -> list[dict]:
+    """Every model x framework of the matrix, each built in its own process."""
+    out = []
+    for model in m.data.get("models", {}):
+        for fw in m.data["axes"]["framework"]:
+            env = {**os.environ, **load_backend(fw).process_env("cpu"),
+                   "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+            p = subprocess.run([sys.executable, "-m", "harness.describe", model, fw, str(m.path)],
+                               capture_output=True, text=True, env=env, cwd=REPO, timeout=900)
+            if p.returncode != 0:
+                tail = (p.stderr.strip().splitlines() or ["no output"])[-1]
+                out.append({"model": model, "framework": fw, "parameters": None, "layers": None, "error": tail})
+            else:
+                out.append(json.loads(p.stdout.strip().splitlines()[-1]))
+    return out
+
+
+if __name__ == "__main__":
+    print(json.dumps(describe(sys.argv[1], sys.argv[2], matrix.load(sys.argv[3] if len(sys.argv) > 3 else None))))
