@@ -65,7 +65,7 @@ def test_bad_matrix_file(tmp_path):
 
 
 def test_list_prints_the_cells():
-    p = harness("list", "--profile", "quick")
+    p = harness("list", "--profile", "quick", "--only", "model/gcn/*/amp-off/*")
     assert p.returncode == 0 and p.stdout.split() == ["model/gcn/pytorch/eager/amp-off/1dev",
                                                       "model/gcn/mindspore/graph/amp-off/1dev",
                                                       "model/gcn/mindspore/pynative/amp-off/1dev"]

@@ -4,10 +4,11 @@ from harness import matrix
 from harness.errors import HarnessError
 
 
-def test_quick_profile_expands_to_the_three_gcn_cells():
-    ids = [c.id for c in matrix.load().expand("quick")]
-    assert ids == ["model/gcn/pytorch/eager/amp-off/1dev", "model/gcn/mindspore/graph/amp-off/1dev",
-                   "model/gcn/mindspore/pynative/amp-off/1dev"]
+def test_quick_profile_has_every_mode_and_amp_level_of_gcn():
+    ids = {c.id for c in matrix.load().expand("quick", only="model/gcn/*")}
+    assert ids == {"model/gcn/pytorch/eager/amp-off/1dev", "model/gcn/pytorch/eager/amp-O2/1dev",
+                   *(f"model/gcn/mindspore/{mode}/amp-{amp}/1dev" for mode in ("graph", "pynative")
+                     for amp in ("off", "O2", "O3"))}
 
 
 def test_ids_are_unique_and_stable_across_loads():

@@ -73,3 +73,37 @@ def loss_scaler(ctx):
     import mindspore as ms
 
     return ms.amp.DynamicLossScaler(scale_value=2.0**16, scale_factor=2, scale_window=1000)
+
+
+def make_train_step(ctx, loss_fn, optimizer, clip_norm: float | None = None):
+    """The one training step every MindSpore model uses: gradients of `loss_fn(*inputs)` w.r.t. the
+    optimiser's parameters, optional global-norm clipping, dynamic loss scaling where loss_scaler(ctx)
+    gives one (fp16 on GPU/Ascend; the update is skipped on overflow, as GradScaler does), and
+    `ops.depend(loss, update)` so that reading the loss back waits for the update, also in PYNATIVE
+    mode where ops are dispatched asynchronously. GRAPH mode compiles the whole step with ms.jit."""
+    import mindspore as ms
+    from mindspore import ops
+
+    scaler = loss_scaler(ctx)
+
+    def scaled_loss(*inputs):
+        loss = loss_fn(*inputs)
+        return scaler.scale(loss) if scaler is not None else loss
+
+    grad_fn = ms.value_and_grad(scaled_loss, None, optimizer.parameters)
+
+    def step(*inputs):
+        loss, grads = grad_fn(*inputs)
+        if scaler is not None:
+            loss, grads = scaler.unscale(loss), scaler.unscale(grads)
+        if clip_norm is not None:
+            grads = ops.clip_by_global_norm(grads, clip_norm)
+        if scaler is None:
+            return ops.depend(loss, optimizer(grads))
+        finite = ms.amp.all_finite(grads)
+        scaler.adjust(finite)
+        if finite:
+            loss = ops.depend(loss, optimizer(grads))
+        return loss
+
+    return ms.jit(step) if ctx.cell.mode == "graph" else step

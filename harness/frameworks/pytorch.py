@@ -8,7 +8,7 @@ from typing import Any
 from harness.errors import Unsupported
 
 NAME = "pytorch"
-MODES = ("eager",)
+MODES = ("eager", "compile")
 
 
 def process_env(platform: str) -> dict[str, str]:
@@ -90,3 +90,11 @@ def grad_scaler(ctx):
 
     kind = {"cpu": "cpu", "cuda": "cuda", "ascend": "npu"}[ctx.platform]
     return torch.amp.GradScaler(kind, enabled=ctx.cell.amp != "off" and ctx.platform != "cpu")
+
+
+def compiled(ctx, module):
+    """The module as the cell's mode runs it: itself in eager mode, torch.compile'd (TorchInductor, the
+    default backend: PyTorch's static-graph counterpart to MindSpore GRAPH mode) in compile mode."""
+    import torch
+
+    return torch.compile(module) if ctx.cell.mode == "compile" else module

@@ -6,6 +6,7 @@ import mindspore as ms
 import numpy as np
 from mindspore import Tensor, nn, ops
 
+from harness.frameworks.mindspore import amp_network, make_train_step
 from harness.models.gcn import accuracy, init_weights
 
 
@@ -20,7 +21,10 @@ class GraphConvolution(nn.Cell):
         self.shape = (num_nodes, num_nodes)
 
     def construct(self, x, adj_indices, adj_values):
-        return self.spmm(adj_indices, adj_values, self.shape, ops.matmul(x, self.weight))
+        # Under AMP (O2/O3) x arrives in fp16: the dense matmul runs in x's type, the sparse one in fp32
+        # (an fp32 island, as on the PyTorch side), since adj_values stay fp32.
+        support = ops.matmul(x, self.weight.astype(x.dtype))
+        return self.spmm(adj_indices, adj_values.astype(ms.float32), self.shape, support.astype(ms.float32))
 
 
 class GCN(nn.Cell):
@@ -37,15 +41,16 @@ class GCN(nn.Cell):
 
 
 class LossCell(nn.Cell):
-    def __init__(self, net: GCN, weight_decay: float):
+    def __init__(self, net: nn.Cell, decayed: ms.Parameter, weight_decay: float):
         super().__init__()
-        self.net = net
+        self.net = net          # the GCN, possibly wrapped for AMP
+        self.decayed = decayed  # the first layer's weight: L2 on it only, as the reference
         self.weight_decay = weight_decay
 
     def construct(self, x, adj_indices, adj_values, labels, train_idx):
-        logits = self.net(x, adj_indices, adj_values)
+        logits = self.net(x, adj_indices, adj_values).astype(ms.float32)
         ce = ops.cross_entropy(ops.gather(logits, train_idx, 0), ops.gather(labels, train_idx, 0))
-        return ce + self.weight_decay * 0.5 * (self.net.gc0.weight ** 2).sum()
+        return ce + self.weight_decay * 0.5 * (self.decayed ** 2).sum()
 
 
 class Workload:
@@ -58,19 +63,10 @@ class Workload:
         self.idx_np = {s: data[f"{s}_idx"] for s in ("train", "val", "test")}
         weights = init_weights(ctx.seed, data["features"].shape[1], hp["hidden"], data["num_classes"])
         self.net = GCN(weights, hp["dropout"], data["num_nodes"])
-        self.loss_cell = LossCell(self.net, hp["weight_decay"])
+        self.loss_cell = LossCell(amp_network(ctx, self.net), self.net.gc0.weight, hp["weight_decay"])
         self.opt = nn.Adam(self.net.trainable_params(), learning_rate=hp["lr"], beta1=hp["adam_beta1"],
                            beta2=hp["adam_beta2"], eps=hp["adam_eps"], weight_decay=0.0)
-        grad_fn = ms.value_and_grad(self.loss_cell, None, self.opt.parameters)
-
-        def step(*args):
-            loss, grads = grad_fn(*args)
-            # depend: the loss is ready only once the update is done, so reading it back (train_epoch)
-            # waits for the whole step, also in PYNATIVE mode where ops are dispatched asynchronously.
-            return ops.depend(loss, self.opt(grads))
-
-        # In GRAPH mode the whole step (forward, backward, update) compiles to one graph.
-        self.step = ms.jit(step) if ctx.cell.mode == "graph" else step
+        self.step = make_train_step(ctx, self.loss_cell, self.opt)
 
     def train_epoch(self) -> float:
         self.net.set_train(True)

@@ -7,6 +7,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from harness.frameworks.pytorch import autocast, compiled, grad_scaler
 from harness.frameworks.pytorch import device as device_of
 from harness.models.gcn import accuracy, init_weights
 
@@ -19,7 +20,11 @@ class GraphConvolution(nn.Module):
         self.weight = nn.Parameter(torch.from_numpy(weight.copy()))
 
     def forward(self, x: torch.Tensor, adj: torch.Tensor) -> torch.Tensor:
-        return torch.sparse.mm(adj, x @ self.weight)
+        support = x @ self.weight  # in the AMP type under autocast
+        # The sparse matmul runs in fp32 (an fp32 island, as MindSpore's side does): with autocast left on
+        # around it, its backward mixes bf16 and fp32 and fails on CPU.
+        with torch.autocast(adj.device.type, enabled=False):
+            return torch.sparse.mm(adj, support.float())
 
 
 class GCN(nn.Module):
@@ -51,7 +56,10 @@ class Workload:
         self.idx_np = {s: data[f"{s}_idx"] for s in ("train", "val", "test")}
         weights = init_weights(ctx.seed, data["features"].shape[1], hp["hidden"], data["num_classes"])
         self.net = GCN(weights, hp["dropout"]).to(dev)
+        self.run_net = compiled(ctx, self.net)
         self.weight_decay = hp["weight_decay"]
+        self.ctx = ctx
+        self.scaler = grad_scaler(ctx)
         self.opt = torch.optim.Adam(self.net.parameters(), lr=hp["lr"], betas=(hp["adam_beta1"], hp["adam_beta2"]),
                                     eps=hp["adam_eps"], weight_decay=0.0)
 
@@ -62,16 +70,18 @@ class Workload:
     def train_epoch(self) -> float:
         self.net.train()
         self.opt.zero_grad(set_to_none=True)
-        loss = self._loss(self.net(self.x, self.adj))
-        loss.backward()
-        self.opt.step()
+        with autocast(self.ctx):
+            loss = self._loss(self.run_net(self.x, self.adj).float())
+        self.scaler.scale(loss).backward()
+        self.scaler.step(self.opt)
+        self.scaler.update()
         return loss.item()
 
     def probe_forward(self) -> np.ndarray:
         """Eval-mode output on the whole graph (the model's probe batch)."""
         self.net.eval()
         with torch.no_grad():
-            return self.net(self.x, self.adj).float().cpu().numpy()
+            return self.run_net(self.x, self.adj).float().cpu().numpy()
 
     def probe_step(self) -> float:
         return self.train_epoch()  # full-batch: one step is one epoch
@@ -79,7 +89,7 @@ class Workload:
     def probe_loss(self) -> float:
         self.net.eval()
         with torch.no_grad():
-            return self._loss(self.net(self.x, self.adj)).item()
+            return self._loss(self.run_net(self.x, self.adj)).item()
 
     def evaluate(self, split: str) -> float:
         idx = self.idx_np[split]
