@@ -7,7 +7,9 @@ For each cell, one fresh process (as the runner gives every cell) alternates, `-
            one block, synchronised at the end.
 It prints each round and the median ratio. Usage:
 
-    python benchmarks/harness_overhead.py [--model gcn] [--epochs 101] [--rounds 3] [--data-dir DIR | --synthetic]
+    python benchmarks/harness_overhead.py [--model gcn] [--profile quick] [--epochs 101] [--rounds 3]
+                                          [--data-dir DIR | --synthetic]
+    python benchmarks/harness_overhead.py --model resnet50 --epochs 4 --rounds 3   # synthetic CIFAR here
 """
 
 from __future__ import annotations
@@ -32,9 +34,9 @@ from harness.frameworks import backend as load_backend  # noqa: E402
 from harness.scenarios import training  # noqa: E402
 
 
-def measure(cell_id: str, epochs: int, rounds: int, data_dir: str | None) -> dict:
+def measure(cell_id: str, profile: str, epochs: int, rounds: int, data_dir: str | None) -> dict:
     """In this process: alternate harness and bare loop on one cell."""
-    cell = next(c for c in matrix.load().expand("full") if c.id == cell_id)
+    cell = next(c for c in matrix.load().expand(profile) if c.id == cell_id)
     cell.spec["epochs"] = epochs
     folder = str(datasets.prepare(cell.spec["dataset"], Path(data_dir), False)) if data_dir else None
     ctx = CellContext(cell=cell, platform="cpu", repeat=0, data_folder=folder, synthetic=folder is None)
@@ -75,22 +77,26 @@ def measure(cell_id: str, epochs: int, rounds: int, data_dir: str | None) -> dic
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", default="gcn")
+    p.add_argument("--profile", default="quick", help="whose data slice and settings to use (default: quick)")
     p.add_argument("--epochs", type=int, default=101)
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--data-dir", default=str(REPO.parent / "shared" / "data"))
     p.add_argument("--synthetic", action="store_true")
     p.add_argument("--child", help=argparse.SUPPRESS)
     a = p.parse_args()
-    data_dir = None if a.synthetic or not Path(a.data_dir, "cora_planetoid").is_dir() else a.data_dir
+    dataset = matrix.load().data["models"][a.model]["dataset"]
+    folder = datasets.module(dataset).FOLDER
+    data_dir = None if a.synthetic or not Path(a.data_dir, folder).is_dir() else a.data_dir
     if a.child:
-        print(json.dumps(measure(a.child, a.epochs, a.rounds, data_dir)))
+        print(json.dumps(measure(a.child, a.profile, a.epochs, a.rounds, data_dir)))
         return 0
-    cells = [c for c in matrix.load().expand("full") if c.model == a.model and c.devices == 1 and c.amp == "off"]
+    cells = [c for c in matrix.load().expand(a.profile) if c.model == a.model and c.devices == 1 and c.amp == "off"]
     print(f"harness / bare-loop throughput, {a.model}, {a.epochs} epochs x {a.rounds} rounds, "
           f"{'real data from ' + data_dir if data_dir else 'synthetic data'}")
     for cell in cells:
         env = {**os.environ, **load_backend(cell.framework).process_env("cpu"), "PYTHONPATH": str(REPO)}
-        args = [sys.executable, __file__, "--child", cell.id, "--epochs", str(a.epochs), "--rounds", str(a.rounds)]
+        args = [sys.executable, __file__, "--child", cell.id, "--profile", a.profile, "--epochs", str(a.epochs),
+                "--rounds", str(a.rounds)]
         args += ["--data-dir", data_dir] if data_dir else ["--synthetic"]
         proc = subprocess.run(args, capture_output=True, text=True, env=env, cwd=tempfile.gettempdir())
         if proc.returncode != 0:

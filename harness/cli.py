@@ -25,10 +25,11 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--profile", default="quick", help="a profile of the matrix file (default: quick)")
     r.add_argument("--out", required=True, type=Path, help="run folder (new, or an earlier one with --resume)")
     r.add_argument("--only", metavar="GLOB", help="only cells whose id matches, e.g. 'model/gcn/*'")
-    data = r.add_mutually_exclusive_group()
-    data.add_argument("--data-dir", type=Path, default=Path(DEFAULT_DATA_DIR),
-                      help=f"folder of per-dataset folders (default: $HARNESS_DATA_DIR or {DEFAULT_DATA_DIR})")
-    data.add_argument("--synthetic", action="store_true", help="learnable synthetic data of the real shapes")
+    r.add_argument("--data-dir", type=Path, default=Path(DEFAULT_DATA_DIR),
+                   help=f"folder of per-dataset folders (default: $HARNESS_DATA_DIR or {DEFAULT_DATA_DIR})")
+    r.add_argument("--synthetic", nargs="?", const="all", metavar="DATASETS",
+                   help="learnable synthetic data of the real shapes: for every dataset, or for the comma-separated "
+                        "ones named (e.g. --synthetic cifar10); every result made from it says so")
     r.add_argument("--download", action="store_true", help="fetch missing dataset files into --data-dir (verified)")
     r.add_argument("--resume", action="store_true", help="keep cells already ok, run the rest")
     r.add_argument("--matrix", type=Path, help="another matrix file (default: harness/matrix.toml)")

@@ -49,13 +49,14 @@ def _raise_interrupted(signum, frame):
 
 
 def run(matrix: Matrix, profile: str, platform: str, out: Path, *, only: str | None = None,
-        data_dir: Path = Path("data"), synthetic: bool = False, resume: bool = False,
+        data_dir: Path = Path("data"), synthetic: str | None = None, resume: bool = False,
         allow_download: bool = False, log=print) -> int:
     cells = matrix.expand(profile, only)
     n_devices = platforms.require(platform)
     store = RunStore(out)
-    meta = _claim(store, matrix, profile, platform, synthetic, resume)
-    folders = {} if synthetic else _prepare_data(cells, data_dir, allow_download)
+    fake = _synthetic_datasets(cells, synthetic)
+    folders = _prepare_data([c for c in cells if c.spec.get("dataset") not in fake], data_dir, allow_download)
+    meta = _claim(store, matrix, profile, platform, synthetic, resume)  # after every input check: no stray folder
     env = envinfo.capture() | {"run_started_at": _now(), "run_finished_at": None}
     write_json_atomic(out / "env.json", env)
 
@@ -80,10 +81,11 @@ def run(matrix: Matrix, profile: str, platform: str, out: Path, *, only: str | N
                 log(f"{head}: earlier result ({prev.get('status')}) kept as {moved.relative_to(out)}")
             t = time.monotonic()
             if reason:
-                result = _base(cell, repeat, platform, synthetic) | {"status": "skipped", "reason": reason}
+                result = _base(cell, repeat, platform, cell.spec.get("dataset") in fake) | {
+                    "status": "skipped", "reason": reason}
             else:
                 log(f"{head}: running (timeout {cell.timeout_s:.0f} s)")
-                result = _run_child(store, cell, repeat, platform, folders, synthetic)
+                result = _run_child(store, cell, repeat, platform, folders, cell.spec.get("dataset") in fake)
             store.write_result(cell.id, repeat, result)
             counts[result["status"]] = counts.get(result["status"], 0) + 1
             tail = f": {result['reason']}" if result.get("reason") else ""
@@ -104,7 +106,21 @@ def run(matrix: Matrix, profile: str, platform: str, out: Path, *, only: str | N
     return 0 if all(s in KEEP_ON_RESUME for s in counts) else 1
 
 
-def _claim(store: RunStore, matrix: Matrix, profile: str, platform: str, synthetic: bool, resume: bool) -> dict:
+def _synthetic_datasets(cells: list[Cell], synthetic: str | None) -> set[str]:
+    """--synthetic alone means every dataset; --synthetic cifar10,multi30k names some."""
+    used = {c.spec["dataset"] for c in cells if c.spec.get("dataset")}
+    if not synthetic:
+        return set()
+    if synthetic == "all":
+        return used
+    names = {n.strip() for n in synthetic.split(",") if n.strip()}
+    for n in sorted(names):
+        datasets.module(n)  # a one-line error for a dataset that does not exist
+    return names
+
+
+def _claim(store: RunStore, matrix: Matrix, profile: str, platform: str, synthetic: str | None,
+           resume: bool) -> dict:
     """Create the run folder, or check that --resume continues a run of the same kind."""
     if store.is_run():
         meta = store.read_meta()

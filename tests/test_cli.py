@@ -35,6 +35,12 @@ def test_data_dir_missing_a_file(tmp_path):
     (tmp_path / "data" / cora.FOLDER).mkdir(parents=True)
     _one_line_error(harness("run", "--platform", "cpu", "--out", tmp_path / "o", "--data-dir", tmp_path / "data"),
                     "ind.cora.x is missing")
+    assert not (tmp_path / "o").exists(), "a refused run leaves no folder behind to block the corrected one"
+
+
+def test_synthetic_names_an_unknown_dataset(tmp_path):
+    _one_line_error(harness("run", "--platform", "cpu", "--out", tmp_path / "o", "--synthetic", "imagenet"),
+                    "dataset 'imagenet'")
 
 
 def test_data_file_with_a_wrong_hash(tmp_path, shared_data):
