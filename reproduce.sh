@@ -69,7 +69,8 @@ if [ "$platform" = cpu ]; then
     [ "$ver" = 3.11 ] || die "$base is Python $ver; the lock file pins wheels for Python 3.11: install it or set PYTHON"
     echo "reproduce.sh: making $venv from $lock (hash-checked; torch and mindspore are large)" >&2
     "$base" -m venv "$venv"
-    "$venv/bin/python" -m pip install --quiet --require-hashes -r "$lock" \
+    # One retry per index: the lock names the PyTorch CPU index, which an air-gapped host cannot reach.
+    PIP_RETRIES="${PIP_RETRIES:-1}" "$venv/bin/python" -m pip install --quiet --require-hashes -r "$lock" \
       || die "installing $lock into $venv failed (see pip's message above); fix the network or the lock and run again"
     echo "$want" > "$stamp"
   fi
