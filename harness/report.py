@@ -2,7 +2,7 @@
 
     report/report.html        self-contained page (no network fetches)
     report/report.tex         compiles on its own with pdflatex
-    report/tables/table1.tex  booktabs fragment to \\input into a paper
+    report/tables/*.tex       booktabs fragments (table1, operators) to \\input into a paper
 """
 
 from __future__ import annotations
@@ -72,10 +72,38 @@ def collect(runs: list[Path]) -> dict[str, Any]:
             "test_metric": _spread([r.get("test_metric") for r in ok]),
             "metric": first.get("metric"), "target": first.get("target"),
             "settings": (ok or rs)[0].get("settings"), "process_env": (ok or rs)[0].get("process_env"),
+            # operator cells
+            "op": first.get("op"), "params": first.get("params"), "shape": first.get("shape"),
+            "dtype": first.get("dtype"), "direction": first.get("direction"),
+            "median_s": _spread([r.get("median_s") for r in ok]), "iqr_s": _spread([r.get("iqr_s") for r in ok]),
+            "throughput": _spread([r.get("throughput") for r in ok]),
+            "flops_per_s": _spread([r.get("flops_per_s") for r in ok]),
         })
-    return {"hosts": hosts, "rows": rows, "problems": problems,
+    return {"hosts": hosts, "rows": rows, "problems": problems, "op_ratios": operator_ratios(rows),
             "synthetic": any(r["synthetic"] for r in rows),
             "profiles": sorted({h["meta"].get("profile") for h in hosts if h["meta"].get("profile")})}
+
+
+def operator_ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per operator configuration: MindSpore throughput / PyTorch eager throughput, per MindSpore mode
+    (Figure 5's points; above 1 means MindSpore is faster)."""
+    by_config: dict[tuple, dict[str, Any]] = {}
+    for r in rows:
+        if r["kind"] != "operator" or r["throughput"]["median"] is None:
+            continue
+        key = (r["platform"], r["op"], r["dtype"], r["direction"], tuple(sorted((r["shape"] or {}).items())))
+        entry = by_config.setdefault(key, {"platform": r["platform"], "op": r["op"], "dtype": r["dtype"],
+                                           "direction": r["direction"], "shape": r["shape"], "params": r["params"],
+                                           "throughput": {}})
+        entry["throughput"][f"{r['framework']}/{r['mode']}"] = r["throughput"]["median"]
+    out = []
+    for entry in by_config.values():
+        pt = entry["throughput"].get("pytorch/eager")
+        for mode in ("graph", "pynative"):
+            ms = entry["throughput"].get(f"mindspore/{mode}")
+            entry[f"ratio_{mode}"] = ms / pt if pt and ms else None
+        out.append(entry)
+    return sorted(out, key=lambda e: (e["platform"], e["op"], e["dtype"], e["direction"], e["params"]))
 
 
 def render(runs: list[Path], out: Path | None = None) -> Path:
@@ -93,7 +121,9 @@ def render(runs: list[Path], out: Path | None = None) -> Path:
     tex_env.filters["tex"] = latex_escape
     tex_env.filters["fmt"] = fmt
     (out / "report.html").write_text(html_env.get_template("report.html.j2").render(**data))
-    table1 = tex_env.get_template("table1.tex.j2").render(**data)
-    (out / "tables" / "table1.tex").write_text(table1)
-    (out / "report.tex").write_text(tex_env.get_template("report.tex.j2").render(table1=table1, **data))
+    tables = {}
+    for name in ("table1", "operators"):
+        tables[name] = tex_env.get_template(f"{name}.tex.j2").render(**data)
+        (out / "tables" / f"{name}.tex").write_text(tables[name])
+    (out / "report.tex").write_text(tex_env.get_template("report.tex.j2").render(tables=tables, **data))
     return out / "report.html"

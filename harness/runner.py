@@ -156,7 +156,11 @@ def _base(cell: Cell, repeat: int, platform: str, synthetic: bool) -> dict[str, 
     return {"schema": SCHEMA, "cell": cell.id, "repeat": repeat, "kind": cell.kind, "model": cell.model,
             "op": cell.op, "framework": cell.framework, "mode": cell.mode, "amp": cell.amp,
             "devices": cell.devices, "platform": platform, "synthetic": synthetic, "seed": cell.seed,
-            "dataset": cell.spec.get("dataset"), "reason": None}
+            "dataset": cell.spec.get("dataset"), "reason": None,
+            # The results contract's keys are present in every result; what a kind does not measure stays null.
+            "metric": cell.spec.get("metric"), "target": cell.spec.get("target"), "best_metric": None,
+            "test_metric": None, "time_to_target_s": None, "first_epoch_throughput": None,
+            "mean_throughput_other_epochs": None, "throughput_unit": cell.spec.get("throughput_unit"), "curve": []}
 
 
 def _run_child(store: RunStore, cell: Cell, repeat: int, platform: str, folders: dict, synthetic: bool) -> dict:
@@ -204,7 +208,7 @@ def _run_child(store: RunStore, cell: Cell, repeat: int, platform: str, folders:
     if result["status"] not in ("ok", "skipped"):
         result["log_tail"] = _tail(log_path)
     scenario = scenarios.for_kind(cell.kind)
-    if scenario is not None and cell.kind != "operator" and result["status"] != "skipped":
+    if hasattr(scenario, "summarise") and result["status"] != "skipped":
         # Measurements come from the event log, also for a cell that died: nothing measured is lost.
         result.update(scenario.summarise(eventlog.read(events_path), cell))
     return result

@@ -1,0 +1,107 @@
+"""Operators for the sweep (Figure 5): framework-neutral shapes, parameter and FLOP counts, inputs
+made once with numpy, and the timing loop both frameworks share.
+
+One file per framework (`harness/operators/<framework>.py`) provides
+    build(op, shape, dtype, direction, ctx, arrays) -> (run, sync)
+where `run()` performs one iteration (forward, or forward and backward) and `sync()` waits for it.
+
+Same semantics on both sides, set explicitly: Conv2d 3x3, stride 1, padding 1, with bias;
+Linear/Dense with bias; BatchNorm2d in training mode, momentum 0.1 (PyTorch) = 0.9 (MindSpore), eps 1e-5.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from statistics import median
+from typing import Any
+
+import numpy as np
+
+BN_EPS = 1e-5
+BN_MOMENTUM_PT = 0.1   # PyTorch's convention; MindSpore's momentum is 1 - this
+
+
+def input_shape(op: str, s: dict[str, int]) -> tuple[int, ...]:
+    if op == "conv2d":
+        return (s["batch"], s["in_channels"], s["size"], s["size"])
+    if op == "linear":
+        return (s["batch"], s["in_features"])
+    if op == "batchnorm2d":
+        return (s["batch"], s["channels"], s["size"], s["size"])
+    raise ValueError(f"unknown operator {op}")
+
+
+def params(op: str, s: dict[str, int]) -> int:
+    if op == "conv2d":
+        return s["out_channels"] * s["in_channels"] * 9 + s["out_channels"]
+    if op == "linear":
+        return s["out_features"] * s["in_features"] + s["out_features"]
+    return 2 * s["channels"]  # batchnorm2d: gamma and beta
+
+
+def flops(op: str, s: dict[str, int], direction: str) -> float:
+    """Forward FLOPs (a multiply-add counts 2); forward+backward counts 3x the forward (the two
+    gradient products each cost about one forward), the usual convention."""
+    if op == "conv2d":
+        fwd = 2.0 * s["batch"] * s["out_channels"] * s["size"] ** 2 * s["in_channels"] * 9
+    elif op == "linear":
+        fwd = 2.0 * s["batch"] * s["in_features"] * s["out_features"]
+    else:  # batchnorm2d: mean, variance, normalise, scale and shift: about 8 FLOPs per element
+        fwd = 8.0 * s["batch"] * s["channels"] * s["size"] ** 2
+    return fwd * (3 if direction == "fwd+bwd" else 1)
+
+
+def arrays(op: str, s: dict[str, int], seed: int) -> dict[str, np.ndarray]:
+    """Input, output gradient and weights, float32, identical for both frameworks."""
+    rng = np.random.RandomState(seed)
+    x = rng.standard_normal(input_shape(op, s)).astype(np.float32)
+    out: dict[str, np.ndarray] = {"x": x}
+    if op == "conv2d":
+        bound = 1 / np.sqrt(s["in_channels"] * 9)
+        out["weight"] = rng.uniform(-bound, bound, (s["out_channels"], s["in_channels"], 3, 3)).astype(np.float32)
+        out["bias"] = rng.uniform(-bound, bound, s["out_channels"]).astype(np.float32)
+        out["grad"] = rng.standard_normal((s["batch"], s["out_channels"], s["size"], s["size"])).astype(np.float32)
+    elif op == "linear":
+        bound = 1 / np.sqrt(s["in_features"])
+        out["weight"] = rng.uniform(-bound, bound, (s["out_features"], s["in_features"])).astype(np.float32)
+        out["bias"] = rng.uniform(-bound, bound, s["out_features"]).astype(np.float32)
+        out["grad"] = rng.standard_normal((s["batch"], s["out_features"])).astype(np.float32)
+    else:
+        out["gamma"] = np.ones(s["channels"], np.float32)
+        out["beta"] = np.zeros(s["channels"], np.float32)
+        out["grad"] = rng.standard_normal(x.shape).astype(np.float32)
+    return out
+
+
+def blocked_time(run: Callable[[], Any], sync: Callable[[], None], *, min_block_s: float = 0.05,
+                 min_run_s: float = 1.0, min_blocks: int = 7, warmup: int = 3) -> dict[str, Any]:
+    """Per-iteration time, torch.utils.benchmark style: warm up; grow the block (number of
+    iterations timed together) until one block takes min_block_s, so the clock and the sync are
+    negligible; then time blocks until min_run_s and min_blocks are reached. The device is
+    synchronised before every clock read. Returns median and IQR over blocks."""
+    for _ in range(warmup):
+        run()
+    sync()
+    n = 1
+    while True:
+        t = time.perf_counter()
+        for _ in range(n):
+            run()
+        sync()
+        dt = time.perf_counter() - t
+        if dt >= min_block_s or n >= 1 << 20:
+            break
+        n = max(n * 2, int(n * min_block_s / max(dt, 1e-9) * 1.2))
+    times, total = [], 0.0
+    while total < min_run_s or len(times) < min_blocks:
+        t = time.perf_counter()
+        for _ in range(n):
+            run()
+        sync()
+        dt = time.perf_counter() - t
+        times.append(dt / n)
+        total += dt
+    q = np.percentile(times, [25, 75])
+    return {"median_s": median(times), "iqr_s": float(q[1] - q[0]), "block_size": n, "blocks": len(times),
+            "times_s": times}

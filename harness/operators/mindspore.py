@@ -1,0 +1,59 @@
+"""The sweep's operators in MindSpore (GRAPH: the iteration compiled with ms.jit; PYNATIVE)."""
+
+from __future__ import annotations
+
+import mindspore as ms
+from mindspore import Tensor, nn, ops
+
+from harness.errors import Unsupported
+from harness.operators import BN_EPS, BN_MOMENTUM_PT
+
+DTYPES = {"fp32": ms.float32, "fp16": ms.float16, "bf16": ms.bfloat16}
+
+
+def _layer(op: str, shape: dict, arrays: dict, dtype) -> nn.Cell:
+    if op == "conv2d":
+        cell = nn.Conv2d(shape["in_channels"], shape["out_channels"], 3, stride=1, pad_mode="pad", padding=1,
+                         has_bias=True, weight_init=Tensor(arrays["weight"]), bias_init=Tensor(arrays["bias"]))
+    elif op == "linear":
+        cell = nn.Dense(shape["in_features"], shape["out_features"], has_bias=True,
+                        weight_init=Tensor(arrays["weight"]), bias_init=Tensor(arrays["bias"]))
+    else:
+        cell = nn.BatchNorm2d(shape["channels"], eps=BN_EPS, momentum=1 - BN_MOMENTUM_PT, affine=True,
+                              gamma_init=Tensor(arrays["gamma"]), beta_init=Tensor(arrays["beta"]))
+    return cell.to_float(dtype)
+
+
+def build(op: str, shape: dict, dtype: str, direction: str, ctx, arrays: dict):
+    if dtype == "bf16" and ctx.platform == "cpu":
+        # Checked with 2.10: MatMul, Conv2D and BatchNorm have no bf16 CPU kernel ("Unsupported data type").
+        raise Unsupported("MindSpore 2.10 has no bf16 CPU kernels for Dense, Conv2d or BatchNorm2d")
+    dt = DTYPES[dtype]
+    cell = _layer(op, shape, arrays, dt)
+    cell.set_train(True)  # BatchNorm normalises with the batch's statistics, as the PyTorch side
+    x = Tensor(arrays["x"]).astype(dt)
+    g = Tensor(arrays["grad"]).astype(dt)
+    if direction == "fwd+bwd":
+        grad = ops.GradOperation(get_all=True, get_by_list=True, sens_param=True)
+        weights = ms.ParameterTuple(cell.trainable_params())
+
+        def step(x, g):
+            return grad(cell, weights)(x, g)
+    else:
+        def step(x, g):
+            return cell(x)
+    step = ms.jit(step) if ctx.cell.mode == "graph" else step
+    last = []
+
+    def run():
+        last[:] = [step(x, g)]
+
+    def sync():
+        # On CPU runtime.synchronize() does nothing: reading one value back waits for the queued work.
+        out = last[0]
+        first = out[0][0] if isinstance(out, tuple) else out
+        ops.reshape(first, (-1,))[0:1].asnumpy()
+        if ctx.platform != "cpu":
+            ms.runtime.synchronize()
+
+    return run, sync

@@ -1,0 +1,60 @@
+"""Operator cells: counts, the timing loop, and one configuration through the runner in both frameworks."""
+
+import json
+import time
+
+from harness import operators
+from tests.conftest import harness
+
+
+def test_parameter_and_flop_counts():
+    conv = {"batch": 2, "in_channels": 3, "out_channels": 4, "size": 5}
+    assert operators.params("conv2d", conv) == 4 * 3 * 9 + 4
+    assert operators.flops("conv2d", conv, "fwd") == 2 * 2 * 4 * 25 * 3 * 9
+    lin = {"batch": 8, "in_features": 16, "out_features": 32}
+    assert operators.params("linear", lin) == 16 * 32 + 32
+    assert operators.flops("linear", lin, "fwd+bwd") == 3 * 2 * 8 * 16 * 32
+    assert operators.params("batchnorm2d", {"batch": 1, "channels": 7, "size": 3}) == 14
+
+
+def test_inputs_are_identical_for_both_frameworks_and_seeded():
+    a = operators.arrays("linear", {"batch": 4, "in_features": 3, "out_features": 2}, seed=5)
+    b = operators.arrays("linear", {"batch": 4, "in_features": 3, "out_features": 2}, seed=5)
+    assert all((a[k] == b[k]).all() for k in a) and set(a) == {"x", "weight", "bias", "grad"}
+
+
+def test_blocked_time_grows_the_block_and_syncs_before_every_clock_read():
+    calls = {"run": 0, "sync": 0}
+
+    def run():
+        calls["run"] += 1
+        time.sleep(0.001)
+
+    def sync():
+        calls["sync"] += 1
+
+    t = operators.blocked_time(run, sync, min_block_s=0.02, min_run_s=0.1, min_blocks=5, warmup=2)
+    assert t["block_size"] >= 10, "a 1 ms iteration needs a block of >= 20 to fill 20 ms"
+    assert t["blocks"] >= 5 and 0.001 <= t["median_s"] < 0.005 and t["iqr_s"] >= 0
+    assert calls["sync"] >= t["blocks"] + 2  # warm-up, sizing and every timed block end with a sync
+
+
+def test_one_configuration_in_both_frameworks_through_the_runner(tmp_path):
+    out = tmp_path / "run"
+    p = harness("run", "--platform", "cpu", "--out", out, "--synthetic", "--only",
+                "operator/linear/*/fp32/fwd/batch64-in_features64-out_features512")
+    assert p.returncode == 0, p.stderr
+    results = json.loads(harness("results", out, "--json").stdout)
+    assert {(r["framework"], r["mode"]) for r in results} == {("pytorch", "eager"), ("mindspore", "graph"),
+                                                              ("mindspore", "pynative")}
+    for r in results:
+        assert r["status"] == "ok" and r["kind"] == "operator" and r["op"] == "linear"
+        assert r["params"] == 64 * 512 + 512 and r["dtype"] == "fp32" and r["direction"] == "fwd"
+        assert r["median_s"] > 0 and r["iqr_s"] >= 0 and r["throughput"] == 64 / r["median_s"]
+        assert r["flops_per_s"] > 0 and r["percent_of_peak"] is None  # a CPU's peak is not known
+        assert "time_to_target_s" in r and r["time_to_target_s"] is None  # the contract's keys, null
+    p = harness("report", out)
+    assert p.returncode == 0
+    html = (out / "report" / "report.html").read_text()
+    assert "MindSpore GRAPH / PyTorch" in html
+    assert "operators" in (out / "report" / "report.tex").read_text().lower()
