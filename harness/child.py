@@ -8,6 +8,7 @@ path. Exit code 0 means that file is complete; anything else is a failure the ru
 from __future__ import annotations
 
 import json
+import os
 import sys
 import traceback
 
@@ -19,17 +20,30 @@ from harness.matrix import Cell
 from harness.store import write_json_atomic
 
 
+def rank_path(path: str, rank: int, world_size: int) -> str:
+    """r0.events.jsonl -> r0.rank1.events.jsonl when a launcher started several ranks."""
+    if world_size == 1:
+        return path
+    head, _, rest = os.path.basename(path).partition(".")
+    return os.path.join(os.path.dirname(path), f"{head}.rank{rank}.{rest}")
+
+
 def main(spec_path: str) -> int:
     with open(spec_path) as f:
         spec = json.load(f)
     cell = Cell.from_dict(spec["cell"])
-    ctx = CellContext(cell=cell, platform=spec["platform"], repeat=spec["repeat"],
-                      data_folder=spec["data_folder"], synthetic=spec["synthetic"])
-    events = eventlog.EventLog(spec["events"])
-    events.log("init_start", event_type=eventlog.START, cell=cell.id, repeat=ctx.repeat)
     backend = load_backend(cell.framework)
+    rank, local_rank, world = backend.rank_from_env()
+    if world > 1:  # each rank logs to its own file, so a failure shows every rank's tail
+        log = os.open(rank_path(spec["log"], rank, world), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        os.dup2(log, 1)
+        os.dup2(log, 2)
+    ctx = CellContext(cell=cell, platform=spec["platform"], repeat=spec["repeat"], data_folder=spec["data_folder"],
+                      synthetic=spec["synthetic"], rank=rank, local_rank=local_rank, world_size=world)
+    events = eventlog.EventLog(rank_path(spec["events"], rank, world))
+    events.log("init_start", event_type=eventlog.START, cell=cell.id, repeat=ctx.repeat, rank=rank)
     scenario = scenarios.for_kind(cell.kind)
-    out: dict = {"process_env": spec.get("process_env", {})}
+    out: dict = {"process_env": spec.get("process_env", {}), "rank": rank, "world_size": world}
     try:
         if scenario is None:
             raise Unsupported(f"no scenario measures '{cell.kind}' cells yet")
@@ -43,7 +57,7 @@ def main(spec_path: str) -> int:
         out.update(status="skipped", reason=str(e))
     finally:
         events.close()
-    write_json_atomic(spec["child_result"], out)
+    write_json_atomic(rank_path(spec["child_result"], rank, world), out)
     return 0
 
 

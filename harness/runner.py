@@ -16,6 +16,7 @@ import hashlib
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -168,43 +169,49 @@ def _run_child(store: RunStore, cell: Cell, repeat: int, platform: str, folders:
     child_result = store.path(cell.id, repeat, ".child.json")
     events_path = store.path(cell.id, repeat, ".events.jsonl")
     log_path = store.path(cell.id, repeat, ".log")
-    for stale in (child_result, events_path):  # left by an interrupted attempt, which has no result
+    cell_dir = store.cell_dir(cell.id)
+    for stale in (child_result, events_path, *cell_dir.glob(f"r{repeat}.rank*")):  # from an interrupted attempt
         stale.unlink(missing_ok=True)
-    process_env = load_backend(cell.framework).process_env(platform)
+    backend = load_backend(cell.framework)
+    process_env = backend.process_env(platform)
     write_json_atomic(spec_path, {"cell": cell.to_dict(), "repeat": repeat, "platform": platform,
                                   "synthetic": synthetic, "data_folder": folders.get(cell.spec.get("dataset")),
                                   "events": str(events_path), "child_result": str(child_result),
-                                  "process_env": process_env})
+                                  "log": str(log_path), "process_env": process_env})
     env = {**os.environ, **process_env, "PYTHONUNBUFFERED": "1",
            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
-    result = _base(cell, repeat, platform, synthetic) | {"started_at": _now()}
+    if cell.devices > 1:  # the framework's own launcher starts one process per device
+        port = int(os.environ.get("HARNESS_MASTER_PORT") or _free_port())
+        argv = backend.launch_argv(cell.devices, str(spec_path), port, str(cell_dir / f"r{repeat}.launcher"),
+                                   _multi_node())
+    else:
+        argv = [sys.executable, "-m", "harness.child", str(spec_path)]
+    result = _base(cell, repeat, platform, synthetic) | {"started_at": _now(), "launcher": argv[:3]}
     t = time.monotonic()
     with open(log_path, "wb") as logf:
         # cwd = the cell's folder: frameworks drop files (MindSpore's rank_0/, kernel_meta/) into it.
-        proc = subprocess.Popen([sys.executable, "-m", "harness.child", str(spec_path)], stdout=logf,
-                                stderr=subprocess.STDOUT, cwd=store.cell_dir(cell.id), env=env,
+        proc = subprocess.Popen(argv, stdout=logf, stderr=subprocess.STDOUT, cwd=cell_dir, env=env,
                                 start_new_session=True)
         try:
             rc = proc.wait(timeout=cell.timeout_s)
         except subprocess.TimeoutExpired:
-            _kill_group(proc)
             rc = None
         except BaseException:
             _kill_group(proc)
             raise
+        _kill_group(proc)  # also after a normal exit: a launcher's worker must not outlive its cell
     result["finished_at"] = _now()
     result["elapsed_s"] = time.monotonic() - t
     result["exit_code"] = rc if rc is None or rc >= 0 else None
     result["signal"] = signal.Signals(-rc).name if rc is not None and rc < 0 else None
+    if cell.devices > 1:
+        return _collect_ranks(store, cell, repeat, result, rc)
     child = _read_json(child_result)
     child_result.unlink(missing_ok=True)  # merged into the cell's result below
     if rc == 0 and child is not None:
         result.update(child)
-    elif rc is None:
-        result.update(status="timeout", reason=f"exceeded the cell timeout of {cell.timeout_s:.0f} s")
     else:
-        how = f"killed by {result['signal']}" if result["signal"] else f"exit code {rc}"
-        result.update(status="failed", reason=f"{how}: {_last_error(log_path)}")
+        result.update(_failure(cell, rc, result["signal"], log_path))
     if result["status"] not in ("ok", "skipped"):
         result["log_tail"] = _tail(log_path)
     scenario = scenarios.for_kind(cell.kind)
@@ -214,7 +221,65 @@ def _run_child(store: RunStore, cell: Cell, repeat: int, platform: str, folders:
     return result
 
 
+def _failure(cell: Cell, rc: int | None, sig: str | None, log_path: Path) -> dict:
+    if rc is None:
+        return {"status": "timeout", "reason": f"exceeded the cell timeout of {cell.timeout_s:.0f} s"}
+    how = f"killed by {sig}" if sig else f"exit code {rc}"
+    return {"status": "failed", "reason": f"{how}: {_last_error(log_path)}"}
+
+
+def _collect_ranks(store: RunStore, cell: Cell, repeat: int, result: dict, rc: int | None) -> dict:
+    """Merge a multi-process cell: every rank's throughput, rank 0's metrics, and the scaling keys."""
+    cell_dir = store.cell_dir(cell.id)
+    rank_logs = sorted(cell_dir.glob(f"r{repeat}.rank*.log"))
+    children = {int(p.name.split(".")[1][4:]): _read_json(p) for p in cell_dir.glob(f"r{repeat}.rank*.child.json")}
+    for p in cell_dir.glob(f"r{repeat}.rank*.child.json"):
+        p.unlink()
+    if rc == 0 and len(children) == cell.devices and all(children.values()):
+        result.update(children[0])
+        shas = {c.get("state_sha256") for c in children.values()}
+        result["params_identical_across_ranks"] = len(shas) == 1 and None not in shas
+    else:
+        failed_log = next((p for p in rank_logs if "Error" in _tail(p, 200)), store.path(cell.id, repeat, ".log"))
+        result.update(_failure(cell, rc, result["signal"], failed_log))
+    if result["status"] not in ("ok", "skipped"):
+        tails = [f"--- {p.name} ---\n{_tail(p, LOG_TAIL_LINES // 2)}" for p in rank_logs]
+        result["log_tail"] = "\n".join(tails + [f"--- launcher ---\n{_tail(store.path(cell.id, repeat, '.log'), 10)}"])
+    scenario = scenarios.for_kind(cell.kind)
+    if not hasattr(scenario, "summarise") or result["status"] == "skipped":
+        return result
+    per_rank = {int(p.name.split(".")[1][4:]): scenario.summarise(eventlog.read(p), cell)
+                for p in cell_dir.glob(f"r{repeat}.rank*.events.jsonl")}
+    if 0 in per_rank:
+        result.update(per_rank[0])  # metrics, curve and time to target as rank 0 saw them
+    for key in ("first_epoch_throughput", "mean_throughput_other_epochs"):
+        values = [s[key] for s in per_rank.values() if s.get(key) is not None]
+        result[key] = sum(values) if len(values) == cell.devices else None  # global: every rank's samples
+    result["rank_throughput"] = {r: s.get("mean_throughput_other_epochs") for r, s in sorted(per_rank.items())}
+    result["global_throughput"] = result["mean_throughput_other_epochs"]
+    result["per_device_throughput"] = (result["global_throughput"] / cell.devices
+                                       if result["global_throughput"] is not None else None)
+    single = store.read_result(cell.id.replace("scaling/", "model/", 1).rsplit("/", 1)[0] + "/1dev", repeat)
+    base = single.get("mean_throughput_other_epochs") if single and single.get("status") == "ok" else None
+    result["efficiency"] = result["per_device_throughput"] / base if base and result["per_device_throughput"] else None
+    return result
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _multi_node() -> dict[str, str]:
+    """Several hosts: the launchers' own options, set through HARNESS_NNODES, HARNESS_NODE_RANK,
+    HARNESS_MASTER_ADDR and HARNESS_MASTER_PORT (and the same --out layout on every host)."""
+    env = {"nnodes": "HARNESS_NNODES", "node_rank": "HARNESS_NODE_RANK", "master_addr": "HARNESS_MASTER_ADDR"}
+    return {k: os.environ[v] for k, v in env.items() if v in os.environ}
+
+
 def _kill_group(proc: subprocess.Popen) -> None:
+    """End the process group the cell was started in: the child, or a launcher and all its workers."""
     for sig, wait in ((signal.SIGTERM, KILL_GRACE_S), (signal.SIGKILL, None)):
         try:
             os.killpg(proc.pid, sig)
@@ -222,9 +287,20 @@ def _kill_group(proc: subprocess.Popen) -> None:
             return
         try:
             proc.wait(timeout=wait)
-            return
         except subprocess.TimeoutExpired:
             continue
+        if not _group_alive(proc.pid):
+            return
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
 
 
 def _read_json(path: Path) -> dict | None:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import platform as _platform
+from pathlib import Path
 from typing import Any
 
 from harness.errors import Unsupported
@@ -29,6 +31,26 @@ def _has_avx512() -> bool:
         return False
 
 
+def launch_argv(n: int, spec_path: str, port: int, log_dir: str, multi_node: dict[str, str]) -> list[str]:
+    """msrun, one process per device (its scheduler connects them: mccl on CPU, NCCL on GPU, HCCL on
+    Ascend). Multi-node: msrun's own --worker_num / --node_rank / --master_addr, from HARNESS_NNODES,
+    HARNESS_NODE_RANK and HARNESS_MASTER_ADDR."""
+    nodes = int(multi_node.get("nnodes", 1))
+    child = Path(__file__).resolve().parent.parent / "child.py"
+    return ["msrun", f"--worker_num={n * nodes}", f"--local_worker_num={n}",
+            f"--node_rank={multi_node.get('node_rank', 0)}",
+            f"--master_addr={multi_node.get('master_addr', '127.0.0.1')}", f"--master_port={port}",
+            f"--log_dir={log_dir}", "--join=True", str(child), spec_path]
+
+
+def rank_from_env() -> tuple[int, int, int]:
+    """(rank, local_rank, world_size) as msrun sets them; (0, 0, 1) without a launcher."""
+    world = int(os.environ.get("MS_WORKER_NUM", 1))
+    rank = int(os.environ.get("RANK_ID", 0))
+    local = int(os.environ.get("LOCAL_RANK", rank % max(1, int(os.environ.get("MS_LOCAL_WORKER", world)))))
+    return rank, local, world
+
+
 def setup(ctx) -> dict[str, Any]:
     import mindspore as ms
 
@@ -37,8 +59,19 @@ def setup(ctx) -> dict[str, Any]:
     ms.set_context(mode=ms.GRAPH_MODE if ctx.cell.mode == "graph" else ms.PYNATIVE_MODE)
     ms.set_device(DEVICE_TARGET[ctx.platform], ctx.local_rank)
     ms.set_seed(ctx.seed)
-    return {"device_target": DEVICE_TARGET[ctx.platform], "device_id": ctx.local_rank,
-            "mode": "GRAPH_MODE" if ctx.cell.mode == "graph" else "PYNATIVE_MODE"}
+    settings = {"device_target": DEVICE_TARGET[ctx.platform], "device_id": ctx.local_rank,
+                "mode": "GRAPH_MODE" if ctx.cell.mode == "graph" else "PYNATIVE_MODE"}
+    if ctx.world_size > 1:
+        from mindspore.communication import get_group_size, get_rank, init
+
+        init()
+        ms.set_auto_parallel_context(parallel_mode=ms.ParallelMode.DATA_PARALLEL, gradients_mean=True,
+                                     device_num=ctx.world_size)
+        if (get_rank(), get_group_size()) != (ctx.rank, ctx.world_size):
+            raise RuntimeError(f"msrun gave rank {get_rank()}/{get_group_size()}, the environment {ctx.rank}/"
+                               f"{ctx.world_size}")
+        settings["distributed"] = f"msrun, data parallel, {ctx.world_size} processes"
+    return settings
 
 
 def synchronize(ctx) -> None:
@@ -80,7 +113,8 @@ def make_train_step(ctx, loss_fn, optimizer, clip_norm: float | None = None):
     optimiser's parameters, optional global-norm clipping, dynamic loss scaling where loss_scaler(ctx)
     gives one (fp16 on GPU/Ascend; the update is skipped on overflow, as GradScaler does), and
     `ops.depend(loss, update)` so that reading the loss back waits for the update, also in PYNATIVE
-    mode where ops are dispatched asynchronously. GRAPH mode compiles the whole step with ms.jit."""
+    mode where ops are dispatched asynchronously. GRAPH mode compiles the whole step with ms.jit.
+    With several ranks (msrun) the gradients are averaged over them before the update."""
     import mindspore as ms
     from mindspore import ops
 
@@ -91,9 +125,14 @@ def make_train_step(ctx, loss_fn, optimizer, clip_norm: float | None = None):
         return scaler.scale(loss) if scaler is not None else loss
 
     grad_fn = ms.value_and_grad(scaled_loss, None, optimizer.parameters)
+    # Data parallel: average the gradients over the ranks before the update.
+    reducer = (ms.nn.DistributedGradReducer(optimizer.parameters, mean=True, degree=ctx.world_size)
+               if ctx.world_size > 1 else None)
 
     def step(*inputs):
         loss, grads = grad_fn(*inputs)
+        if reducer is not None:
+            grads = reducer(grads)
         if scaler is not None:
             loss, grads = scaler.unscale(loss), scaler.unscale(grads)
         if clip_norm is not None:

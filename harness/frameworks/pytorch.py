@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from typing import Any
 
 from harness.errors import Unsupported
@@ -16,6 +17,24 @@ def process_env(platform: str) -> dict[str, str]:
     return {}
 
 
+DIST_BACKEND = {"cpu": "gloo", "cuda": "nccl", "ascend": "hccl"}
+
+
+def launch_argv(n: int, spec_path: str, port: int, log_dir: str, multi_node: dict[str, str]) -> list[str]:
+    """torchrun, one process per device. Multi-node: torchrun's own --nnodes / --node_rank /
+    --master_addr, taken from HARNESS_NNODES, HARNESS_NODE_RANK and HARNESS_MASTER_ADDR."""
+    return [sys.executable, "-m", "torch.distributed.run", f"--nproc_per_node={n}",
+            f"--nnodes={multi_node.get('nnodes', 1)}", f"--node_rank={multi_node.get('node_rank', 0)}",
+            f"--master_addr={multi_node.get('master_addr', '127.0.0.1')}", f"--master_port={port}",
+            "--module", "harness.child", spec_path]
+
+
+def rank_from_env() -> tuple[int, int, int]:
+    """(rank, local_rank, world_size) as torchrun sets them; (0, 0, 1) without a launcher."""
+    return (int(os.environ.get("RANK", 0)), int(os.environ.get("LOCAL_RANK", 0)),
+            int(os.environ.get("WORLD_SIZE", 1)))
+
+
 def setup(ctx) -> dict[str, Any]:
     import torch
 
@@ -23,6 +42,10 @@ def setup(ctx) -> dict[str, Any]:
         raise Unsupported(f"PyTorch mode '{ctx.cell.mode}' is not implemented by this back-end")
     torch.manual_seed(ctx.seed)
     settings: dict[str, Any] = {"threads": torch.get_num_threads()}
+    if ctx.world_size > 1:
+        # Each rank gets its share of the host's cores, as torchrun's OMP_NUM_THREADS=1 default is too few.
+        torch.set_num_threads(max(1, len(os.sched_getaffinity(0)) // ctx.world_size))
+        settings["threads"] = torch.get_num_threads()
     if ctx.platform == "cuda":
         torch.cuda.set_device(ctx.local_rank)
         # cudnn.benchmark picks the fastest convolution algorithm per shape: what a user tuning for speed sets.
@@ -33,7 +56,21 @@ def setup(ctx) -> dict[str, Any]:
 
         torch.npu.set_device(ctx.local_rank)
     settings["device"] = str(device(ctx))
+    if ctx.world_size > 1:
+        import torch.distributed as dist
+
+        dist.init_process_group(DIST_BACKEND[ctx.platform], rank=ctx.rank, world_size=ctx.world_size)
+        settings["distributed"] = f"torchrun, {DIST_BACKEND[ctx.platform]}, {ctx.world_size} processes"
     return settings
+
+
+def data_parallel(ctx, module):
+    """The module wrapped for data-parallel training (gradients averaged over ranks), or itself."""
+    if ctx.world_size == 1:
+        return module
+    from torch.nn.parallel import DistributedDataParallel
+
+    return DistributedDataParallel(module, device_ids=None if ctx.platform == "cpu" else [ctx.local_rank])
 
 
 def device(ctx):

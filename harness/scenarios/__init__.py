@@ -8,7 +8,7 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-SCENARIO_FOR_KIND = {"model": "training", "operator": "operator"}
+SCENARIO_FOR_KIND = {"model": "training", "scaling": "training", "operator": "operator"}
 
 
 def for_kind(kind: str) -> ModuleType | None:
