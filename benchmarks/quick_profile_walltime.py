@@ -2,9 +2,8 @@
 
     python benchmarks/quick_profile_walltime.py [--data-dir DIR] [--out DIR] [--only GLOB]
 
-Datasets present under --data-dir (default ../shared/data) are used; the run is --synthetic when
-none is there (CIFAR-10 is not on the CI machine, so ResNet50 cells then use synthetic images only
-if the whole run is synthetic: pass --synthetic to force that)."""
+Datasets come from --data-dir (default ../shared/data); `--synthetic cifar10` replaces the ones
+named (CIFAR-10 is not on the CI machine), `--synthetic` alone replaces all."""
 
 from __future__ import annotations
 
@@ -22,13 +21,14 @@ REPO = Path(__file__).resolve().parent.parent
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--data-dir", default=str(REPO.parent / "shared" / "data"))
-    p.add_argument("--synthetic", action="store_true")
+    p.add_argument("--synthetic", nargs="?", const="all", metavar="DATASETS",
+                   help="as `harness run --synthetic`: every dataset, or the comma-separated ones named")
     p.add_argument("--out")
     p.add_argument("--only")
     a = p.parse_args()
     out = Path(a.out) if a.out else Path(tempfile.mkdtemp(prefix="quick-")) / "run"
     cmd = [sys.executable, "-m", "harness", "run", "--platform", "cpu", "--profile", "quick", "--out", str(out)]
-    cmd += ["--synthetic"] if a.synthetic else ["--data-dir", a.data_dir]
+    cmd += ["--data-dir", a.data_dir] + (["--synthetic", a.synthetic] if a.synthetic else [])
     cmd += ["--only", a.only] if a.only else []
     t = time.monotonic()
     rc = subprocess.run(cmd, cwd=REPO).returncode

@@ -17,7 +17,7 @@ from typing import Any
 from harness.errors import HarnessError
 
 DEFAULT_MATRIX = Path(__file__).with_name("matrix.toml")
-RULE_KEYS = {"model", "op", "framework", "mode", "amp", "devices", "platform", "dtype", "direction"}
+RULE_KEYS = {"model", "op", "framework", "mode", "amp", "devices", "platform", "dtype", "direction", "profile"}
 PROFILE_KEYS = {"description", "models", "operators", "frameworks", "modes", "amp", "devices", "dtypes", "directions",
                 "repeats", "timeout_s"}
 
@@ -86,7 +86,8 @@ class Matrix:
             spec = model_spec(mspec, profile_name)
             product = itertools.product(prof["frameworks"], prof["modes"], prof["amp"], prof["devices"])
             for fw, mode, amp, dev in product:
-                axes = {"model": model, "framework": fw, "mode": mode, "amp": amp, "devices": dev}
+                axes = {"model": model, "framework": fw, "mode": mode, "amp": amp, "devices": dev,
+                        "profile": profile_name}
                 if self._excluded(axes):
                     continue
                 kind = "model" if dev == 1 else "scaling"
@@ -110,7 +111,7 @@ class Matrix:
         for fw, mode in itertools.product(prof["frameworks"], prof["modes"]):
             for dtype, direction in itertools.product(prof.get("dtypes", ["fp32"]), prof.get("directions", ["fwd"])):
                 axes = {"op": op, "framework": fw, "mode": mode, "amp": "off", "devices": 1,
-                        "dtype": dtype, "direction": direction}
+                        "dtype": dtype, "direction": direction, "profile": profile_name}
                 if self._excluded(axes):
                     continue
                 for values in itertools.product(*(sweep[n] for n in names)):

@@ -1,0 +1,142 @@
+"""GRU encoder-decoder in PyTorch (eager)."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from harness.frameworks.pytorch import autocast, grad_scaler
+from harness.frameworks.pytorch import device as device_of
+from harness.models.gru import PAD, Corpus, bleu, greedy_decode, init_weights
+
+
+def _gru(w: dict, prefix: str) -> nn.GRU:
+    hidden, inp = w[f"{prefix}_w_ih"].shape[0] // 3, w[f"{prefix}_w_ih"].shape[1]
+    gru = nn.GRU(inp, hidden, num_layers=1, batch_first=True)
+    with torch.no_grad():
+        for ours, theirs in (("w_ih", "weight_ih_l0"), ("w_hh", "weight_hh_l0"), ("b_ih", "bias_ih_l0"),
+                             ("b_hh", "bias_hh_l0")):
+            getattr(gru, theirs).copy_(torch.from_numpy(w[f"{prefix}_{ours}"]))
+    return gru
+
+
+class Seq2Seq(nn.Module):
+    def __init__(self, w: dict):
+        super().__init__()
+        self.enc_emb = nn.Embedding.from_pretrained(torch.from_numpy(w["enc_emb"].copy()), freeze=False)
+        self.encoder = _gru(w, "enc")
+        self.dec_emb = nn.Embedding.from_pretrained(torch.from_numpy(w["dec_emb"].copy()), freeze=False)
+        self.decoder = _gru(w, "dec")
+        self.out = nn.Linear(*w["out_w"].shape[::-1])
+        with torch.no_grad():
+            self.out.weight.copy_(torch.from_numpy(w["out_w"]))
+            self.out.bias.copy_(torch.from_numpy(w["out_b"]))
+
+    def encode(self, src: torch.Tensor, last: torch.Tensor) -> torch.Tensor:
+        """The encoder's state at each row's source <eos>: (B, H)."""
+        out, _ = self.encoder(self.enc_emb(src))
+        return out[torch.arange(src.shape[0], device=src.device), last]
+
+    def decode(self, tgt_in: torch.Tensor, h: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        x = self.dec_emb(tgt_in)
+        out, h_n = self.decoder(x, h.unsqueeze(0).to(x.dtype))
+        return self.out(out), h_n[0]
+
+    def forward(self, src, last, tgt_in):
+        return self.decode(tgt_in, self.encode(src, last))[0]
+
+
+def masked_ce(logits: torch.Tensor, tgt_out: torch.Tensor) -> torch.Tensor:
+    """Mean cross-entropy over the non-<pad> target tokens (fp32)."""
+    return F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), tgt_out.reshape(-1).long(),
+                           ignore_index=PAD)
+
+
+class Workload:
+    def __init__(self, ctx, data: dict):
+        hp = ctx.hparams
+        self.ctx = ctx
+        self.dev = device_of(ctx)
+        self.corpus = Corpus(data, hp, ctx.cell.spec)
+        self.samples_per_epoch = self.corpus.n_train
+        self.batch_size = hp["batch"]
+        self.clip = hp["clip_norm"]
+        self.seed = ctx.seed
+        self.epoch = 0
+        w = init_weights(ctx.seed, len(self.corpus.src_vocab), len(self.corpus.tgt_vocab), hp["embedding"],
+                         hp["hidden"])
+        self.net = Seq2Seq(w).to(self.dev)
+        self.opt = torch.optim.Adam(self.net.parameters(), lr=hp["lr"], betas=(hp["adam_beta1"], hp["adam_beta2"]),
+                                    eps=hp["adam_eps"], weight_decay=0.0)
+        self.scaler = grad_scaler(ctx)
+
+    def _tensors(self, arrays) -> list[torch.Tensor]:
+        return [torch.from_numpy(a).long().to(self.dev) for a in arrays]
+
+    def _step(self, arrays, amp: bool = True) -> torch.Tensor:
+        src, last, tgt_in, tgt_out = self._tensors(arrays)
+        self.net.train()
+        self.opt.zero_grad(set_to_none=True)
+        if amp:
+            with autocast(self.ctx):
+                loss = masked_ce(self.net(src, last, tgt_in), tgt_out)
+        else:
+            loss = masked_ce(self.net(src, last, tgt_in), tgt_out)
+        self.scaler.scale(loss).backward()
+        self.scaler.unscale_(self.opt)
+        torch.nn.utils.clip_grad_norm_(self.net.parameters(), self.clip)
+        self.scaler.step(self.opt)
+        self.scaler.update()
+        return loss.detach()
+
+    def train_epoch(self) -> float:
+        losses = [self._step(self.corpus.batch("train", idx, self.batch_size))
+                  for idx in self.corpus.epoch_batches(self.batch_size, self.seed, self.epoch)]
+        self.epoch += 1
+        return torch.stack(losses).mean().item()
+
+    def probe_forward(self) -> np.ndarray:
+        """Eval-mode teacher-forced logits on the first 8 validation pairs (fp32)."""
+        src, last, tgt_in, _ = self._tensors(self.corpus.probe_batch("val"))
+        self.net.eval()
+        with torch.no_grad():
+            return self.net(src, last, tgt_in).float().cpu().numpy()
+
+    def probe_step(self) -> float:
+        return self._step(self.corpus.probe_batch("train"), amp=False).item()
+
+    def probe_loss(self) -> float:
+        src, last, tgt_in, tgt_out = self._tensors(self.corpus.probe_batch("train"))
+        self.net.eval()
+        with torch.no_grad():
+            return masked_ce(self.net(src, last, tgt_in), tgt_out).item()
+
+    def evaluate(self, split: str) -> float:
+        self.net.eval()
+
+        @torch.no_grad()
+        def encode_fn(src, last):
+            with autocast(self.ctx):
+                return self.net.encode(*self._tensors((src, last)))
+
+        @torch.no_grad()
+        def step_fn(tokens, h):
+            with autocast(self.ctx):
+                logits, h = self.net.decode(self._tensors((tokens,))[0].unsqueeze(1), h)
+            return logits[:, 0].float().cpu().numpy(), h
+
+        hyps = greedy_decode(self.corpus, split, self.batch_size, encode_fn, step_fn)
+        return bleu(hyps, self.corpus.refs[split])
+
+    def parameter_count(self) -> int:
+        return sum(p.numel() for p in self.net.parameters() if p.requires_grad)
+
+    def layer_count(self) -> int:
+        """Modules owning parameters directly: 2 embeddings, 2 GRUs, 1 dense."""
+        return sum(1 for m in self.net.modules() if list(m.parameters(recurse=False)))
+
+
+def build(ctx, data: dict) -> Workload:
+    return Workload(ctx, data)

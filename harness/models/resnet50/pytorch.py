@@ -1,0 +1,179 @@
+"""ResNet50 (CIFAR variant) in PyTorch (eager)."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from harness.frameworks.pytorch import autocast, data_parallel, grad_scaler
+from harness.frameworks.pytorch import device as device_of
+from harness.models.resnet50 import (
+    PROBE_LR,
+    STAGES,
+    STEM,
+    accuracy,
+    blocks,
+    decays,
+    epoch_batches,
+    eval_batches,
+    has_projection,
+    init_weights,
+    limits,
+    lr_schedule,
+    probe_batches,
+)
+
+
+def conv(cin: int, cout: int, k: int, stride: int = 1) -> nn.Conv2d:
+    return nn.Conv2d(cin, cout, k, stride=stride, padding=k // 2, bias=False)
+
+
+class Bottleneck(nn.Module):
+    def __init__(self, cin: int, width: int, stride: int, cout: int, bn):
+        super().__init__()
+        self.conv1, self.bn1 = conv(cin, width, 1), bn(width)
+        self.conv2, self.bn2 = conv(width, width, 3, stride), bn(width)  # v1.5: the stride is on the 3x3
+        self.conv3, self.bn3 = conv(width, cout, 1), bn(cout)
+        self.downsample = (nn.Sequential(conv(cin, cout, 1, stride), bn(cout))
+                           if has_projection(cin, stride, cout) else nn.Identity())
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out = F.relu(self.bn1(self.conv1(x)))
+        out = F.relu(self.bn2(self.conv2(out)))
+        out = self.bn3(self.conv3(out))
+        return F.relu(out + self.downsample(x))
+
+
+class ResNet50(nn.Module):
+    def __init__(self, num_classes: int, bn_momentum: float, bn_eps: float):
+        super().__init__()
+
+        def bn(c):
+            return nn.BatchNorm2d(c, eps=bn_eps, momentum=bn_momentum)
+
+        self.conv1, self.bn1 = conv(3, STEM, 3), bn(STEM)
+        by_stage: dict[str, list[Bottleneck]] = {}
+        for name, cin, width, stride, cout in blocks():
+            by_stage.setdefault(name.split(".")[0], []).append(Bottleneck(cin, width, stride, cout, bn))
+        for stage, mods in by_stage.items():
+            setattr(self, stage, nn.Sequential(*mods))
+        self.fc = nn.Linear(STAGES[-1][0] * 4, num_classes, bias=True)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = F.relu(self.bn1(self.conv1(x)))
+        x = self.layer4(self.layer3(self.layer2(self.layer1(x))))
+        return self.fc(torch.flatten(F.adaptive_avg_pool2d(x, 1), 1))
+
+
+def load_weights(net: nn.Module, weights: dict[str, np.ndarray]) -> None:
+    state = {k: v for k, v in net.state_dict().items() if not k.endswith("num_batches_tracked")}
+    if set(state) != set(weights):
+        raise RuntimeError(f"weight names differ: {sorted(set(state) ^ set(weights))[:5]}")
+    with torch.no_grad():
+        for name, t in state.items():
+            t.copy_(torch.from_numpy(weights[name]))
+
+
+class Workload:
+    def __init__(self, ctx, data: dict):
+        hp = ctx.hparams
+        self.ctx, self.data, self.seed = ctx, data, ctx.seed
+        self.dev = device_of(ctx)
+        self.batch = int(hp["batch"])
+        self.n_train, self.n_eval = limits(ctx.cell.spec, data, self.batch, ctx.world_size)
+        self.samples_per_epoch = self.n_train // ctx.world_size  # this rank's share
+        self.epoch = 0
+        self.net = ResNet50(data["num_classes"], hp["bn_momentum_pt"], hp["bn_eps"]).to(self.dev)
+        load_weights(self.net, init_weights(ctx.seed, data["num_classes"]))
+        self.train_net = data_parallel(ctx, self.net)  # DDP over the ranks; the module itself with one
+        named = dict(self.net.named_parameters())
+        decay = [p for n, p in named.items() if decays(n)]
+        no_decay = [p for n, p in named.items() if not decays(n)]
+        self.opt = torch.optim.SGD([{"params": decay, "weight_decay": hp["weight_decay"]},
+                                    {"params": no_decay, "weight_decay": 0.0}],
+                                   lr=hp["lr"], momentum=hp["momentum"], dampening=0.0, nesterov=False)
+        steps = self.n_train // (self.batch * ctx.world_size)
+        self.lrs = lr_schedule(hp["lr"], hp["warmup_epochs"], ctx.cell.spec["epochs"], steps)
+        self.step_no = 0
+        self.scaler = grad_scaler(ctx)
+        probe_test, probe_x, probe_y = probe_batches(data)
+        self.probe_test = torch.from_numpy(probe_test).to(self.dev)
+        self.probe_x = torch.from_numpy(probe_x).to(self.dev)
+        self.probe_y = torch.from_numpy(probe_y).to(self.dev)
+
+    def _step(self, x: torch.Tensor, y: torch.Tensor, lr: float, amp: bool = True) -> torch.Tensor:
+        for group in self.opt.param_groups:
+            group["lr"] = lr
+        self.opt.zero_grad(set_to_none=True)
+        if amp:
+            with autocast(self.ctx):
+                loss = F.cross_entropy(self.train_net(x).float(), y)
+            self.scaler.scale(loss).backward()
+            self.scaler.step(self.opt)
+            self.scaler.update()
+        else:
+            loss = F.cross_entropy(self.train_net(x), y)
+            loss.backward()
+            self.opt.step()
+        return loss.detach()
+
+    def train_epoch(self) -> float:
+        self.net.train()
+        losses = []
+        for x, y in epoch_batches(self.data, self.epoch, self.seed, self.batch, self.n_train,
+                                      self.ctx.rank, self.ctx.world_size):
+            lr = float(self.lrs[min(self.step_no, len(self.lrs) - 1)])
+            losses.append(self._step(torch.from_numpy(x).to(self.dev), torch.from_numpy(y).to(self.dev), lr))
+            self.step_no += 1
+        self.epoch += 1
+        return torch.stack(losses).mean().item()  # .item() waits for the device
+
+    def evaluate(self, split: str) -> float:
+        """Top-1 accuracy on the first eval_samples test images. CIFAR-10 has no validation split, so
+        'val' and 'test' both use the test set (as is usual for CIFAR-10)."""
+        self.net.eval()
+        preds = []
+        with torch.no_grad(), autocast(self.ctx):
+            for x, valid in eval_batches(self.data, self.n_eval, self.batch):
+                preds.append(self.net(torch.from_numpy(x).to(self.dev)).argmax(1)[:valid].cpu().numpy())
+        return accuracy(np.concatenate(preds), self.data["test_y"][:self.n_eval])
+
+    def probe_forward(self) -> np.ndarray:
+        """Eval-mode logits (fp32) of the first test images."""
+        self.net.eval()
+        with torch.no_grad():
+            return self.net(self.probe_test).float().cpu().numpy()
+
+    def probe_step(self) -> float:
+        """One fp32 optimiser step (train mode, learning rate PROBE_LR) on the first training images,
+        unaugmented; returns the loss before the update."""
+        self.net.train()
+        return self._step(self.probe_x, self.probe_y, PROBE_LR, amp=False).item()
+
+    def probe_loss(self) -> float:
+        """The loss on the probe step's batch after the step, computed as the step computed it (BN with batch
+        statistics), with the BN running statistics left as they were: see tests/test_cifar10.py."""
+        saved = {k: v.clone() for k, v in self.net.named_buffers()}
+        self.net.train()
+        with torch.no_grad():
+            loss = F.cross_entropy(self.net(self.probe_x), self.probe_y).item()
+            for k, v in self.net.named_buffers():
+                v.copy_(saved[k])
+        return loss
+
+    def state_arrays(self) -> list:
+        # Trainable parameters: data parallelism keeps them equal on every rank (BatchNorm's running statistics
+        # are each rank's own in MindSpore and rank 0's in DDP, so they are not compared).
+        return [p.detach().cpu().numpy() for p in self.net.parameters()]
+
+    def parameter_count(self) -> int:
+        return sum(p.numel() for p in self.net.parameters() if p.requires_grad)
+
+    def layer_count(self) -> int:
+        return sum(1 for m in self.net.modules() if not list(m.children()) and list(m.parameters(recurse=False)))
+
+
+def build(ctx, data: dict) -> Workload:
+    return Workload(ctx, data)

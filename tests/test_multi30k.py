@@ -1,0 +1,121 @@
+"""Multi30K data module and the GRU model's framework-neutral text pipeline."""
+
+import numpy as np
+import pytest
+
+from harness.data import multi30k
+from harness.models import gru
+from tests.conftest import SHARED_DATA
+
+HP = {"min_freq": 2, "max_len": 40}
+
+
+def test_tokenize_splits_words_and_punctuation_lowercased():
+    assert gru.tokenize("Two young, White males are outside.") == ["two", "young", ",", "white", "males", "are",
+                                                                  "outside", "."]
+    assert gru.tokenize("L'homme porte un t-shirt (bleu) aujourd'hui !") == [
+        "l'", "homme", "porte", "un", "t-shirt", "(", "bleu", ")", "aujourd'", "hui", "!"]
+    assert gru.tokenize("A man's   dog") == ["a", "man'", "s", "dog"]
+
+
+@pytest.mark.parametrize("text", [
+    "two young, white males are outside near many bushes.",
+    "l'homme porte un t-shirt (bleu) aujourd'hui.",
+    "a man's dog jumps: 100% of the time!",
+    "deux hommes aux fourneaux préparent à manger.",
+])
+def test_detokenize_inverts_tokenize_on_canonically_spaced_text(text):
+    assert gru.detokenize(gru.tokenize(text)) == text
+
+
+def test_tokenize_is_deterministic():
+    text = "Une petite fille grimpe dans une maisonnette en bois."
+    assert gru.tokenize(text) == gru.tokenize(text)
+
+
+def _tiny():
+    return {
+        "train": {"en": ["A dog runs.", "A dog sits.", "A cat sleeps."],
+                  "fr": ["Un chien court.", "Un chien est assis.", "Un chat dort."]},
+        "val": {"en": ["A bird flies."], "fr": ["Un oiseau vole."]},
+        "test": {"en": ["A dog flies."], "fr": ["Un chien vole."]},
+    }
+
+
+def test_vocab_from_train_only_with_min_freq():
+    corpus = gru.Corpus(_tiny(), HP, {})
+    assert corpus.src_vocab == gru.SPECIALS + [".", "a", "dog"]        # 'bird', 'cat', 'runs' rare or val only
+    assert corpus.tgt_vocab == gru.SPECIALS + [".", "un", "chien"]
+    assert corpus.src_vocab[:4] == ["<pad>", "<unk>", "<bos>", "<eos>"] and gru.PAD == 0
+
+
+def test_corpus_arrays_are_padded_truncated_and_shifted():
+    corpus = gru.Corpus(_tiny(), {"min_freq": 1, "max_len": 3}, {"train_samples": 2})
+    a = corpus.split["train"]
+    assert corpus.n_train == 2 and a["src"].shape == (3, 4)               # + the all-<pad> fill row
+    v = {w: i for i, w in enumerate(corpus.tgt_vocab)}
+    # "un chien court ." truncated to 3 tokens
+    assert a["tgt_in"][0].tolist() == [gru.BOS, v["un"], v["chien"], v["court"]]
+    assert a["tgt_out"][0].tolist() == [v["un"], v["chien"], v["court"], gru.EOS]
+    assert a["last"][0] == 3 and a["src"][0, 3] == gru.EOS
+    assert not a["src"][-1].any() and not a["tgt_out"][-1].any()
+    src, last, _, tgt_out = corpus.batch("train", np.array([1]), 4)
+    assert src.shape == (4, 4) and (tgt_out[1:] == gru.PAD).all() and (last[1:] == 0).all()
+
+
+def test_epoch_order_depends_on_seed_and_epoch_only():
+    corpus = gru.Corpus(multi30k.synthetic(0), HP, {"train_samples": 300})
+    a = corpus.epoch_batches(128, 7, 1)
+    assert [len(b) for b in a] == [128, 128, 44]
+    assert all((x == y).all() for x, y in zip(a, corpus.epoch_batches(128, 7, 1), strict=True))
+    assert not (a[0] == corpus.epoch_batches(128, 7, 2)[0]).all()
+    assert sorted(np.concatenate(a).tolist()) == list(range(300))
+
+
+def test_synthetic_is_deterministic_and_shaped_like_the_real_data():
+    a, b = multi30k.synthetic(3), multi30k.synthetic(3)
+    assert a == b
+    assert a != multi30k.synthetic(4)
+    assert {s: len(a[s]["en"]) for s in a} == multi30k.SIZES
+    assert all(len(a[s]["en"]) == len(a[s]["fr"]) for s in a)
+    # word-by-word translation: same number of tokens on both sides
+    pairs = zip(a["val"]["en"], a["val"]["fr"], strict=True)
+    assert all(len(gru.tokenize(e)) == len(gru.tokenize(f)) for e, f in pairs)
+
+
+def test_init_weights_deterministic_and_in_gru_layout():
+    w = gru.init_weights(1, 10, 12, 4, 6)
+    assert w["enc_w_ih"].shape == (18, 4) and w["enc_w_hh"].shape == (18, 6) and w["dec_b_hh"].shape == (18,)
+    assert w["out_w"].shape == (12, 6) and w["dec_emb"].shape == (12, 4)
+    assert all((w[k] == v).all() for k, v in gru.init_weights(1, 10, 12, 4, 6).items())
+
+
+def test_bleu_of_identical_text_is_100():
+    refs = ["Un homme en chemise bleue se tient sur une échelle.", "Deux hommes préparent à manger."]
+    assert gru.bleu(refs, refs) == pytest.approx(100.0)
+    hyps = [gru.detokenize(gru.tokenize(r)) for r in refs]                 # lowercased decodes
+    assert gru.bleu(hyps, refs) == pytest.approx(100.0)
+
+
+def test_files_are_the_six_en_fr_files():
+    assert sorted(multi30k.FILES) == sorted(f"{s}.{lang}.gz" for s in ("train", "val", "test_2016_flickr")
+                                            for lang in ("en", "fr"))
+    assert all(len(h) == 64 for h in multi30k.FILES.values())
+    assert all(url.endswith("/data/task1/raw/" + name) for name, url in multi30k.URLS.items())
+
+
+def test_real_data_loads():
+    folder = SHARED_DATA / multi30k.FOLDER
+    if not folder.is_dir():
+        pytest.skip(f"no real data at {folder}")
+    from harness.data import prepare
+
+    prepare("multi30k", SHARED_DATA, allow_download=False)              # verifies the pinned hashes
+    data = multi30k.load(folder)
+    assert {s: (len(data[s]["en"]), len(data[s]["fr"])) for s in data} == {
+        "train": (29000, 29000), "val": (1014, 1014), "test": (1000, 1000)}
+    assert data["train"]["en"][0] == "Two young, White males are outside near many bushes."
+    corpus = gru.Corpus(data, HP, {})
+    assert 4000 < len(corpus.src_vocab) < 8000 and 4000 < len(corpus.tgt_vocab) < 9000
+    unk = (corpus.split["val"]["src"] == gru.UNK).mean() / (corpus.split["val"]["src"] != gru.PAD).mean()
+    assert unk < 0.05

@@ -1,0 +1,76 @@
+"""Multi-process (data-parallel) cells on CPU: torchrun with gloo, msrun with mccl."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO, harness
+
+
+def _processes_with(needle: str) -> list[int]:
+    pids = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if needle.encode() in (proc / "cmdline").read_bytes():
+                pids.append(int(proc.name))
+        except (OSError, ValueError):
+            continue
+    return pids
+
+
+@pytest.fixture(scope="module")
+def scaling_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("scaling") / "run"
+    p = harness("run", "--platform", "cpu", "--out", out, "--synthetic", "--only", "*/resnet50/*/amp-off/*",
+                timeout=1200)
+    assert p.returncode == 0, p.stderr[-3000:]
+    return {r["cell"]: r for r in json.loads(harness("results", out, "--json").stdout)}
+
+
+@pytest.mark.parametrize("fw_mode", ["pytorch/eager", "mindspore/graph", "mindspore/pynative"])
+def test_two_process_cells_are_ok_with_identical_weights_on_every_rank(scaling_run, fw_mode):
+    r = scaling_run[f"scaling/resnet50/{fw_mode}/amp-off/2dev"]
+    single = scaling_run[f"model/resnet50/{fw_mode}/amp-off/1dev"]
+    assert r["status"] == "ok" and r["kind"] == "scaling" and r["devices"] == 2
+    assert r["params_identical_across_ranks"] is True
+    assert set(r["rank_throughput"]) == {"0", "1"} and all(v > 0 for v in r["rank_throughput"].values())
+    assert r["global_throughput"] == pytest.approx(sum(r["rank_throughput"].values()))
+    assert r["per_device_throughput"] == pytest.approx(r["global_throughput"] / 2)
+    assert r["efficiency"] == pytest.approx(r["per_device_throughput"] / single["mean_throughput_other_epochs"])
+    assert "2 processes" in r["settings"]["distributed"]
+
+
+@pytest.mark.parametrize("framework, mode", [("pytorch", "eager"), ("mindspore", "pynative")])
+def test_a_rank_that_dies_fails_the_cell_with_every_ranks_log_and_leaves_no_process(tmp_path, framework, mode):
+    matrix = (REPO / "harness" / "matrix.toml").read_text().replace(
+        "profile.quick = { epochs = 2, train_samples = 32,", "profile.quick = { epochs = 500, train_samples = 32,")
+    (tmp_path / "m.toml").write_text(matrix)
+    out = tmp_path / "run"
+    cell = f"scaling/resnet50/{framework}/{mode}/amp-off/2dev"
+    runner = subprocess.Popen([sys.executable, "-m", "harness", "run", "--platform", "cpu", "--out", str(out),
+                               "--synthetic", "--only", cell, "--matrix", str(tmp_path / "m.toml")], cwd=REPO,
+                              env={**os.environ, "PYTHONPATH": str(REPO)}, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    events = out / "cells" / cell / "r0.rank1.events.jsonl"
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and not (events.exists() and '"epoch_stop"' in events.read_text()):
+        time.sleep(0.2)
+    spec = str(out / "cells" / cell / "r0.spec.json")
+    victims = [pid for pid in _processes_with(spec)
+               if b"RANK_ID=1" in Path(f"/proc/{pid}/environ").read_bytes()
+               or b"\0RANK=1\0" in b"\0" + Path(f"/proc/{pid}/environ").read_bytes()]
+    assert victims, "rank 1 not found"
+    for pid in victims:
+        os.kill(pid, signal.SIGKILL)
+    _, err = runner.communicate(timeout=300)
+    r = json.loads((out / "cells" / cell / "r0.json").read_text())
+    assert r["status"] == "failed", err
+    assert "r0.rank0.log" in r["log_tail"] and "r0.rank1.log" in r["log_tail"]
+    time.sleep(1)
+    assert not _processes_with(spec), "a worker outlived its cell"
