@@ -34,10 +34,13 @@ from harness.frameworks import backend as load_backend  # noqa: E402
 from harness.scenarios import training  # noqa: E402
 
 
-def measure(cell_id: str, profile: str, epochs: int, rounds: int, data_dir: str | None) -> dict:
+def measure(cell_id: str, profile: str, epochs: int, rounds: int, data_dir: str | None,
+            train_samples: int | None) -> dict:
     """In this process: alternate harness and bare loop on one cell."""
     cell = next(c for c in matrix.load().expand(profile) if c.id == cell_id)
     cell.spec["epochs"] = epochs
+    if train_samples:
+        cell.spec["train_samples"] = train_samples
     folder = str(datasets.prepare(cell.spec["dataset"], Path(data_dir), False)) if data_dir else None
     ctx = CellContext(cell=cell, platform="cpu", repeat=0, data_folder=folder, synthetic=folder is None)
     backend = load_backend(cell.framework)
@@ -80,6 +83,7 @@ def main() -> int:
     p.add_argument("--profile", default="quick", help="whose data slice and settings to use (default: quick)")
     p.add_argument("--epochs", type=int, default=101)
     p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--train-samples", type=int, help="override the profile's training slice (models that have one)")
     p.add_argument("--data-dir", default=str(REPO.parent / "shared" / "data"))
     p.add_argument("--synthetic", action="store_true")
     p.add_argument("--child", help=argparse.SUPPRESS)
@@ -88,22 +92,22 @@ def main() -> int:
     folder = datasets.module(dataset).FOLDER
     data_dir = None if a.synthetic or not Path(a.data_dir, folder).is_dir() else a.data_dir
     if a.child:
-        print(json.dumps(measure(a.child, a.profile, a.epochs, a.rounds, data_dir)))
+        print(json.dumps(measure(a.child, a.profile, a.epochs, a.rounds, data_dir, a.train_samples)))
         return 0
-    cells = [c for c in matrix.load().expand(a.profile) if c.model == a.model and c.devices == 1 and c.amp == "off"]
+    cells = [c for c in matrix.load().expand(a.profile) if c.model == a.model and c.kind == "model" and c.amp == "off"]
     print(f"harness / bare-loop throughput, {a.model}, {a.epochs} epochs x {a.rounds} rounds, "
           f"{'real data from ' + data_dir if data_dir else 'synthetic data'}")
     for cell in cells:
         env = {**os.environ, **load_backend(cell.framework).process_env("cpu"), "PYTHONPATH": str(REPO)}
         args = [sys.executable, __file__, "--child", cell.id, "--profile", a.profile, "--epochs", str(a.epochs),
-                "--rounds", str(a.rounds)]
+                "--rounds", str(a.rounds)] + (["--train-samples", str(a.train_samples)] if a.train_samples else [])
         args += ["--data-dir", data_dir] if data_dir else ["--synthetic"]
         proc = subprocess.run(args, capture_output=True, text=True, env=env, cwd=tempfile.gettempdir())
         if proc.returncode != 0:
             print(f"{cell.id}: failed\n{proc.stderr[-2000:]}")
             continue
         r = json.loads(proc.stdout.strip().splitlines()[-1])
-        rounds = "  ".join(f"{x['harness']:,.0f}/{x['bare']:,.0f}={x['ratio']:.3f}" for x in r["rounds"])
+        rounds = "  ".join(f"{x['harness']:,.1f}/{x['bare']:,.1f}={x['ratio']:.3f}" for x in r["rounds"])
         print(f"{cell.id}: median ratio {r['median_ratio']:.3f}   ({r['unit']}, harness/bare per round: {rounds})")
     return 0
 

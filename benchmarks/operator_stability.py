@@ -32,6 +32,7 @@ def sweep(out: Path, only: str) -> dict[str, dict]:
 
 def autorange_median(result: dict) -> float:
     """torch.utils.benchmark's own estimate for the operator the harness timed."""
+    import torch
     import torch.utils.benchmark as tb
 
     from harness import operators
@@ -47,7 +48,9 @@ def autorange_median(result: dict) -> float:
                         operators.arrays(result["op"], result["shape"], result["seed"]))
     for _ in range(3):
         run()
-    return tb.Timer(stmt="run()", globals={"run": run}).blocked_autorange(min_run_time=1.0).median
+    # Timer defaults to one thread; the harness's cells run with PyTorch's default thread count.
+    timer = tb.Timer(stmt="run()", globals={"run": run}, num_threads=torch.get_num_threads())
+    return timer.blocked_autorange(min_run_time=1.0).median
 
 
 def main() -> int:

@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from harness.frameworks.pytorch import autocast, grad_scaler
+from harness.frameworks.pytorch import autocast, compiled, grad_scaler
 from harness.frameworks.pytorch import device as device_of
 from harness.models.gru import PAD, Corpus, bleu, greedy_decode, init_weights
 
@@ -68,6 +68,7 @@ class Workload:
         w = init_weights(ctx.seed, len(self.corpus.src_vocab), len(self.corpus.tgt_vocab), hp["embedding"],
                          hp["hidden"])
         self.net = Seq2Seq(w).to(self.dev)
+        self.train_net = compiled(ctx, self.net)  # torch.compile'd training forward in compile mode
         self.opt = torch.optim.Adam(self.net.parameters(), lr=hp["lr"], betas=(hp["adam_beta1"], hp["adam_beta2"]),
                                     eps=hp["adam_eps"], weight_decay=0.0)
         self.scaler = grad_scaler(ctx)
@@ -81,9 +82,9 @@ class Workload:
         self.opt.zero_grad(set_to_none=True)
         if amp:
             with autocast(self.ctx):
-                loss = masked_ce(self.net(src, last, tgt_in), tgt_out)
+                loss = masked_ce(self.train_net(src, last, tgt_in), tgt_out)
         else:
-            loss = masked_ce(self.net(src, last, tgt_in), tgt_out)
+            loss = masked_ce(self.train_net(src, last, tgt_in), tgt_out)
         self.scaler.scale(loss).backward()
         self.scaler.unscale_(self.opt)
         torch.nn.utils.clip_grad_norm_(self.net.parameters(), self.clip)

@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from harness.frameworks.pytorch import autocast, data_parallel, grad_scaler
+from harness.frameworks.pytorch import autocast, compiled, data_parallel, grad_scaler
 from harness.frameworks.pytorch import device as device_of
 from harness.models.resnet50 import (
     PROBE_LR,
@@ -87,7 +87,9 @@ class Workload:
         self.epoch = 0
         self.net = ResNet50(data["num_classes"], hp["bn_momentum_pt"], hp["bn_eps"]).to(self.dev)
         load_weights(self.net, init_weights(ctx.seed, data["num_classes"]))
-        self.train_net = data_parallel(ctx, self.net)  # DDP over the ranks; the module itself with one
+        # DDP over the ranks (the module itself with one), torch.compile'd in compile mode.
+        self.train_net = compiled(ctx, data_parallel(ctx, self.net))
+        self.eval_net = compiled(ctx, self.net)  # evaluation needs no gradient all-reduce
         named = dict(self.net.named_parameters())
         decay = [p for n, p in named.items() if decays(n)]
         no_decay = [p for n, p in named.items() if not decays(n)]
@@ -137,7 +139,7 @@ class Workload:
         preds = []
         with torch.no_grad(), autocast(self.ctx):
             for x, valid in eval_batches(self.data, self.n_eval, self.batch):
-                preds.append(self.net(torch.from_numpy(x).to(self.dev)).argmax(1)[:valid].cpu().numpy())
+                preds.append(self.eval_net(torch.from_numpy(x).to(self.dev)).argmax(1)[:valid].cpu().numpy())
         return accuracy(np.concatenate(preds), self.data["test_y"][:self.n_eval])
 
     def probe_forward(self) -> np.ndarray:
