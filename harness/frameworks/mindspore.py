@@ -110,8 +110,8 @@ def loss_scaler(ctx):
 
 def make_train_step(ctx, loss_fn, optimizer, clip_norm: float | None = None):
     """The one training step every MindSpore model uses: gradients of `loss_fn(*inputs)` w.r.t. the
-    optimiser's parameters, optional global-norm clipping, dynamic loss scaling where loss_scaler(ctx)
-    gives one (fp16 on GPU/Ascend; the update is skipped on overflow, as GradScaler does), and
+    optimiser's parameters, optional global-norm clipping (PyTorch's formula), dynamic loss scaling where
+    loss_scaler(ctx) gives one (fp16 on GPU/Ascend; the update is skipped on overflow, as GradScaler does), and
     `ops.depend(loss, update)` so that reading the loss back waits for the update, also in PYNATIVE
     mode where ops are dispatched asynchronously. GRAPH mode compiles the whole step with ms.jit.
     With several ranks (msrun) the gradients are averaged over them before the update."""
@@ -119,6 +119,14 @@ def make_train_step(ctx, loss_fn, optimizer, clip_norm: float | None = None):
     from mindspore import ops
 
     scaler = loss_scaler(ctx)
+
+    def clip_grad_norm(grads):
+        """torch.nn.utils.clip_grad_norm_'s formula, g * min(1, clip / (global_norm + 1e-6)), so both frameworks
+        clip alike (ops.clip_by_global_norm computes g * clip / max(global_norm, clip)). A closure, as GRAPH mode
+        compiles what the step calls."""
+        norm = ops.sqrt(ops.addn([ops.square(g.astype(ms.float32)).sum() for g in grads]))
+        coef = ops.clamp(clip_norm / (norm + 1e-6), max=1.0)
+        return tuple([(g * coef).astype(g.dtype) for g in grads])
 
     def scaled_loss(*inputs):
         loss = loss_fn(*inputs)
@@ -136,7 +144,7 @@ def make_train_step(ctx, loss_fn, optimizer, clip_norm: float | None = None):
         if scaler is not None:
             loss, grads = scaler.unscale(loss), scaler.unscale(grads)
         if clip_norm is not None:
-            grads = ops.clip_by_global_norm(grads, clip_norm)
+            grads = clip_grad_norm(grads)
         if scaler is None:
             return ops.depend(loss, optimizer(grads))
         finite = ms.amp.all_finite(grads)
@@ -146,3 +154,15 @@ def make_train_step(ctx, loss_fn, optimizer, clip_norm: float | None = None):
         return loss
 
     return ms.jit(step) if ctx.cell.mode == "graph" else step
+
+
+def parameter_count(net) -> int:
+    """Trainable parameters, as `python -m harness models` reports them for every model."""
+    import numpy as np
+
+    return sum(int(np.prod(p.shape)) for p in net.trainable_params())
+
+
+def layer_count(net) -> int:
+    """Cells that own parameters directly: the same definition as the PyTorch back-end's `layer_count`."""
+    return sum(1 for _, c in net.cells_and_names() if list(c.get_parameters(expand=False)))

@@ -135,3 +135,14 @@ def compiled(ctx, module):
     import torch
 
     return torch.compile(module) if ctx.cell.mode == "compile" else module
+
+
+def parameter_count(module) -> int:
+    """Trainable parameters, as `python -m harness models` reports them for every model."""
+    return sum(p.numel() for p in module.parameters() if p.requires_grad)
+
+
+def layer_count(module) -> int:
+    """Modules that own parameters directly (conv, dense, BatchNorm, embedding, GRU, graph convolution):
+    the one definition of a layer for every model, matched by the MindSpore back-end's."""
+    return sum(1 for m in module.modules() if list(m.parameters(recurse=False)))

@@ -6,7 +6,7 @@ import mindspore as ms
 import numpy as np
 from mindspore import Tensor, nn, ops
 
-from harness.frameworks.mindspore import amp_network, make_train_step
+from harness.frameworks.mindspore import amp_network, layer_count, make_train_step, parameter_count
 from harness.models.gcn import accuracy, init_weights
 
 
@@ -89,11 +89,10 @@ class Workload:
         return accuracy(self.probe_forward()[idx], self.labels_np[idx])
 
     def parameter_count(self) -> int:
-        return sum(int(np.prod(p.shape)) for p in self.net.get_parameters())
+        return parameter_count(self.net)
 
     def layer_count(self) -> int:
-        leaves = (c for _, c in self.net.cells_and_names() if not list(c.cells()))
-        return sum(1 for c in leaves if list(c.get_parameters(expand=False)))
+        return layer_count(self.net)
 
 
 def build(ctx, data: dict) -> Workload:

@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from harness.frameworks.pytorch import autocast, compiled, grad_scaler
+from harness.frameworks.pytorch import autocast, compiled, grad_scaler, layer_count, parameter_count
 from harness.frameworks.pytorch import device as device_of
 from harness.models.gcn import accuracy, init_weights
 
@@ -96,10 +96,10 @@ class Workload:
         return accuracy(self.probe_forward()[idx], self.labels_np[idx])
 
     def parameter_count(self) -> int:
-        return sum(p.numel() for p in self.net.parameters())
+        return parameter_count(self.net)
 
     def layer_count(self) -> int:
-        return sum(1 for m in self.net.modules() if not list(m.children()) and list(m.parameters(recurse=False)))
+        return layer_count(self.net)
 
 
 def build(ctx, data: dict) -> Workload:

@@ -11,7 +11,7 @@ import mindspore as ms
 import numpy as np
 from mindspore import Tensor, nn, ops
 
-from harness.frameworks.mindspore import amp_network, loss_scaler
+from harness.frameworks.mindspore import amp_network, layer_count, make_train_step, parameter_count
 from harness.models.gru import PAD, Corpus, bleu, greedy_decode, init_weights
 
 
@@ -84,14 +84,6 @@ class StepCell(nn.Cell):
         return logits[:, 0].astype(ms.float32), h
 
 
-def clip_grad_norm(grads, clip_norm: float):
-    """torch.nn.utils.clip_grad_norm_'s formula: g * min(1, clip / (global_norm + 1e-6)). (ops.clip_by_global_norm
-    computes g * clip / max(global_norm, clip): the same but for the 1e-6, so torch's is spelled out here.)"""
-    norm = ops.sqrt(ops.addn([ops.square(g.astype(ms.float32)).sum() for g in grads]))
-    coef = ops.clamp(clip_norm / (norm + 1e-6), max=1.0)
-    return tuple([(g * coef).astype(g.dtype) for g in grads])
-
-
 class Workload:
     def __init__(self, ctx, data: dict):
         hp = ctx.hparams
@@ -112,34 +104,8 @@ class Workload:
         self.step_cell = StepCell(self.net)
         self.opt = nn.Adam(self.params, learning_rate=hp["lr"], beta1=hp["adam_beta1"], beta2=hp["adam_beta2"],
                            eps=hp["adam_eps"], weight_decay=0.0)
-        scaler = loss_scaler(ctx)
-        clip = float(hp["clip_norm"])
-        self.step = self._make_step(self.loss_cell, scaler, clip, ctx.cell.mode == "graph")
-
-    def _make_step(self, loss_cell, scaler, clip: float, graph: bool):
-        opt = self.opt
-
-        def forward(*args):
-            loss = loss_cell(*args)
-            return loss if scaler is None else scaler.scale(loss)
-
-        grad_fn = ms.value_and_grad(forward, None, opt.parameters)
-
-        def step(*args):
-            loss, grads = grad_fn(*args)
-            if scaler is None:
-                # depend: the loss is ready only once the update is done, so reading it back waits for the step.
-                return ops.depend(loss, opt(clip_grad_norm(grads, clip)))
-            loss = scaler.unscale(loss)
-            grads = scaler.unscale(grads)
-            finite = ms.amp.all_finite(grads)
-            scaler.adjust(finite)
-            if finite:
-                loss = ops.depend(loss, opt(clip_grad_norm(grads, clip)))
-            return loss
-
-        # In GRAPH mode the whole step (forward, backward, clipping, update) compiles to one graph.
-        return ms.jit(step) if graph else step
+        # Forward, backward, clipping (PyTorch's formula), loss scaling and update; one graph in GRAPH mode.
+        self.step = make_train_step(ctx, self.loss_cell, self.opt, clip_norm=float(hp["clip_norm"]))
 
     @staticmethod
     def _tensors(arrays) -> list[Tensor]:
@@ -181,12 +147,10 @@ class Workload:
         return bleu(hyps, self.corpus.refs[split])
 
     def parameter_count(self) -> int:
-        return sum(int(np.prod(p.shape)) for p in self.params)
+        return parameter_count(self.net)
 
     def layer_count(self) -> int:
-        """Cells owning parameters directly: 2 embeddings, 2 GRUs, 1 dense. (nn.GRU is not a leaf cell here:
-        it holds its recurrence and dropout as sub-cells, which own no parameters.)"""
-        return sum(1 for _, c in self.net.cells_and_names() if list(c.get_parameters(expand=False)))
+        return layer_count(self.net)
 
 
 def build(ctx, data: dict) -> Workload:

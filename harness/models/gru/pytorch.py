@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from harness.frameworks.pytorch import autocast, compiled, grad_scaler
+from harness.frameworks.pytorch import autocast, compiled, grad_scaler, layer_count, parameter_count
 from harness.frameworks.pytorch import device as device_of
 from harness.models.gru import PAD, Corpus, bleu, greedy_decode, init_weights
 
@@ -132,11 +132,10 @@ class Workload:
         return bleu(hyps, self.corpus.refs[split])
 
     def parameter_count(self) -> int:
-        return sum(p.numel() for p in self.net.parameters() if p.requires_grad)
+        return parameter_count(self.net)
 
     def layer_count(self) -> int:
-        """Modules owning parameters directly: 2 embeddings, 2 GRUs, 1 dense."""
-        return sum(1 for m in self.net.modules() if list(m.parameters(recurse=False)))
+        return layer_count(self.net)
 
 
 def build(ctx, data: dict) -> Workload:

@@ -12,7 +12,7 @@ import mindspore as ms
 import numpy as np
 from mindspore import Tensor, nn, ops
 
-from harness.frameworks.mindspore import amp_network, make_train_step
+from harness.frameworks.mindspore import amp_network, layer_count, make_train_step, parameter_count
 from harness.models.resnet50 import (
     PROBE_LR,
     STAGES,
@@ -199,11 +199,10 @@ class Workload:
         return [p.asnumpy() for p in self.fp32_net.trainable_params()]
 
     def parameter_count(self) -> int:
-        return sum(int(np.prod(p.shape)) for p in self.fp32_net.trainable_params())
+        return parameter_count(self.fp32_net)
 
     def layer_count(self) -> int:
-        leaves = (c for _, c in self.fp32_net.cells_and_names() if not list(c.cells()))
-        return sum(1 for c in leaves if list(c.get_parameters(expand=False)))
+        return layer_count(self.fp32_net)
 
 
 def build(ctx, data: dict) -> Workload:

@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from harness.frameworks.pytorch import autocast, compiled, data_parallel, grad_scaler
+from harness.frameworks.pytorch import autocast, compiled, data_parallel, grad_scaler, layer_count, parameter_count
 from harness.frameworks.pytorch import device as device_of
 from harness.models.resnet50 import (
     PROBE_LR,
@@ -171,10 +171,10 @@ class Workload:
         return [p.detach().cpu().numpy() for p in self.net.parameters()]
 
     def parameter_count(self) -> int:
-        return sum(p.numel() for p in self.net.parameters() if p.requires_grad)
+        return parameter_count(self.net)
 
     def layer_count(self) -> int:
-        return sum(1 for m in self.net.modules() if not list(m.children()) and list(m.parameters(recurse=False)))
+        return layer_count(self.net)
 
 
 def build(ctx, data: dict) -> Workload:
