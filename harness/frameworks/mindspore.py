@@ -156,6 +156,46 @@ def make_train_step(ctx, loss_fn, optimizer, clip_norm: float | None = None):
     return ms.jit(step) if ctx.cell.mode == "graph" else step
 
 
+def dataset_sink(ctx, fixed_shapes: bool) -> tuple[bool, str]:
+    """Whether a model feeds its batches by dataset sinking (the host pipeline runs ahead of the device and a
+    whole epoch runs as one device loop), which a MindSpore user tuning for speed turns on in GRAPH mode on
+    Ascend and GPU. Returns (on, why) and records both in the cell's settings."""
+    if ctx.cell.mode != "graph":
+        on, why = False, "PYNATIVE mode: sinking needs GRAPH mode"
+    elif ctx.platform == "cpu":
+        on, why = False, "CPU: mindspore.data_sink supports Ascend and GPU only"
+    elif not fixed_shapes:
+        on, why = False, "batches vary in shape, a sunk graph needs fixed shapes"
+    else:
+        on, why = True, "GRAPH mode on Ascend/GPU, fixed batch shapes"
+    ctx.settings["dataset_sink"] = on
+    ctx.settings["dataset_sink_why"] = why
+    return on, why
+
+
+class SunkEpochs:
+    """One epoch per call through mindspore.data_sink. The dataset is one generator over every epoch's batches,
+    made by the same `epoch_batches(epoch)` the non-sunk loop uses, so both paths (and PyTorch) see identical
+    batches in the same order; one dataset and one sink function for the whole run, so the step is compiled once.
+    A call returns the last step's loss (sinking hands back only that)."""
+
+    def __init__(self, step, epoch_batches, epochs: int, steps_per_epoch: int, columns: list[str]):
+        import mindspore as ms
+        from mindspore import dataset as ds
+
+        def every_epoch():
+            for epoch in range(epochs):
+                yield from epoch_batches(epoch)
+
+        # One worker, no multiprocessing: the order must be the generator's, and the batches are already made.
+        self.dataset = ds.GeneratorDataset(every_epoch, columns, shuffle=False, num_parallel_workers=1,
+                                           python_multiprocessing=False)
+        self.run_epoch = ms.data_sink(step, self.dataset, sink_size=steps_per_epoch)
+
+    def __call__(self):
+        return self.run_epoch()
+
+
 def parameter_count(net) -> int:
     """Trainable parameters, as `python -m harness models` reports them for every model."""
     import numpy as np

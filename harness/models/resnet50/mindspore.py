@@ -12,7 +12,14 @@ import mindspore as ms
 import numpy as np
 from mindspore import Tensor, nn, ops
 
-from harness.frameworks.mindspore import amp_network, layer_count, make_train_step, parameter_count
+from harness.frameworks.mindspore import (
+    SunkEpochs,
+    amp_network,
+    dataset_sink,
+    layer_count,
+    make_train_step,
+    parameter_count,
+)
 from harness.models.resnet50 import (
     PROBE_LR,
     STAGES,
@@ -137,6 +144,9 @@ class Workload:
             self.net = amp_network(ctx, self._share(ResNet50(weights, data["num_classes"], hp)))
             self.loss_cell = LossCell(self.net)
             self.step = make_train_step(ctx, self.loss_cell, self.opt)
+        # Dataset sinking (GRAPH mode on Ascend/GPU): the same batches, fed through a MindSpore dataset.
+        sink, _ = dataset_sink(ctx, fixed_shapes=True)
+        self.sunk = SunkEpochs(self.step, self._batches, ctx.cell.spec["epochs"], steps, ["x", "y"]) if sink else None
         probe_test, probe_x, probe_y = probe_batches(data)
         self.probe_test, self.probe_x = Tensor(probe_test), Tensor(probe_x)
         self.probe_y = Tensor(probe_y.astype(np.int32))
@@ -150,12 +160,18 @@ class Workload:
                 setattr(cell, attr, mine[f"{cell_name}.{attr}" if cell_name else attr])
         return amp_net
 
+    def _batches(self, epoch: int):
+        """This rank's training batches of an epoch, as the step takes them (labels int32)."""
+        for x, y in epoch_batches(self.data, epoch, self.seed, self.batch, self.n_train, self.ctx.rank,
+                                  self.ctx.world_size):
+            yield x, y.astype(np.int32)
+
     def train_epoch(self) -> float:
         self.net.set_train(True)
-        losses = [self.step(Tensor(x), Tensor(y.astype(np.int32)))
-                  for x, y in epoch_batches(self.data, self.epoch, self.seed, self.batch, self.n_train,
-                                      self.ctx.rank, self.ctx.world_size)]
         self.epoch += 1
+        if self.sunk is not None:
+            return float(self.sunk().asnumpy())  # the epoch's last loss; asnumpy waits for the device
+        losses = [self.step(Tensor(x), Tensor(y)) for x, y in self._batches(self.epoch - 1)]
         return float(np.mean([loss.asnumpy() for loss in losses]))  # asnumpy waits for the device
 
     def evaluate(self, split: str) -> float:
