@@ -1,0 +1,496 @@
+"""The paper's claims as rules (harness/claims.py): every verdict of every claim from small made-up results,
+and the rules on a real recorded quick run (tests/fixtures/results_quick.json, measured on this project's
+CPU host; regenerate with `python -m tests.test_claims RUN_DIR`)."""
+
+import json
+import sys
+from pathlib import Path
+from statistics import median
+
+import pytest
+
+from harness import claims
+from harness.claims import TIE_RATIO
+
+FIXTURE = Path(__file__).with_name("fixtures") / "results_quick.json"
+# The fields the rules and the report read; curves, epochs, logs and settings are left out of the fixture.
+KEEP = ("cell", "repeat", "status", "reason", "platform", "kind", "model", "op", "framework", "mode", "amp",
+        "devices", "synthetic", "dataset", "throughput_unit", "metric", "target", "best_metric",
+        "first_epoch_throughput", "mean_throughput_other_epochs", "time_to_target_s", "global_throughput",
+        "per_device_throughput", "efficiency", "params", "shape", "dtype", "direction", "throughput", "median_s",
+        "iqr_s", "versions")
+
+MODELS = ("resnet50", "gcn", "gru")
+
+
+# -- made-up results ----------------------------------------------------------------------------------------------
+def model(name, fw, mode, amp="off", *, other, first=None, ttt=None, devices=1, status="ok", repeat=0,
+          platform="cpu", **kw):
+    kind = "model" if devices == 1 else "scaling"
+    r = {"cell": f"{kind}/{name}/{fw}/{mode}/amp-{amp}/{devices}dev", "kind": kind, "model": name, "framework": fw,
+         "mode": mode, "amp": amp, "devices": devices, "status": status, "repeat": repeat, "platform": platform,
+         "synthetic": False, "dataset": "d", "throughput_unit": "items/s", "metric": "accuracy", "target": 0.8,
+         "best_metric": 0.9 if ttt else 0.5, "first_epoch_throughput": other if first is None else first,
+         "mean_throughput_other_epochs": other, "time_to_target_s": ttt, "reason": None}
+    if status != "ok":
+        r.update(reason="exit code 1: boom", first_epoch_throughput=None, mean_throughput_other_epochs=None)
+    return {**r, **kw}
+
+
+def scaling(name, fw, mode, n, per_device, **kw):
+    return model(name, fw, mode, devices=n, other=per_device * n, per_device_throughput=per_device,
+                 global_throughput=per_device * n, **kw)
+
+
+def op(name, fw, mode, params, throughput, direction="fwd", dtype="fp32", batch=16, **kw):
+    return {"cell": f"operator/{name}/{fw}/{mode}/{dtype}/{direction}/batch{batch}-p{params}", "kind": "operator",
+            "op": name, "framework": fw, "mode": mode, "amp": "off", "devices": 1, "dtype": dtype,
+            "direction": direction, "shape": {"batch": batch, "p": params}, "params": params,
+            "throughput": throughput, "status": "ok", "repeat": 0, "platform": "cpu", "reason": None, **kw}
+
+
+# MindSpore/PyTorch operator throughput ratios as the paper describes them: BatchNorm ahead even when small,
+# Conv2d ahead only when large, every ratio growing with the parameter count.
+PAPER_OPS = {"batchnorm2d": {32: 2.0, 512: 3.0}, "conv2d": {9280: 0.5, 36928: 0.8, 147712: 2.0},
+             "linear": {33280: 0.5, 262656: 1.5}}
+
+
+def paper_world(ops=PAPER_OPS):
+    """Results that agree with every claim of the paper, keyed by cell id and repeat."""
+    rs = []
+    for m in MODELS:
+        pt, ms = (100.0, 200.0) if m == "resnet50" else (100.0, 50.0)       # MindSpore faster on ResNet50 only
+        ttt_pt, ttt_ms = (10.0, 2.0) if m == "resnet50" else (2.0, 10.0)
+        rs += [model(m, "pytorch", "eager", other=pt, first=0.95 * pt, ttt=ttt_pt),
+               model(m, "pytorch", "eager", "O2", other=1.5 * pt, first=1.4 * pt),
+               model(m, "mindspore", "graph", other=ms, first=0.3 * ms, ttt=ttt_ms),
+               model(m, "mindspore", "graph", "O2", other=1.5 * ms, first=0.3 * ms),
+               model(m, "mindspore", "graph", "O3", other=1.6 * ms, first=0.3 * ms),
+               model(m, "mindspore", "pynative", other=0.5 * min(pt, ms))]
+    rs += [scaling("resnet50", "mindspore", "graph", 2, 0.9 * 200.0),
+           scaling("resnet50", "pytorch", "eager", 2, 0.6 * 100.0)]
+    for name, ratios in ops.items():
+        for direction in ("fwd", "fwd+bwd"):
+            for params, ratio in ratios.items():
+                rs += [op(name, "pytorch", "eager", params, 1000.0, direction),
+                       op(name, "mindspore", "graph", params, 1000.0 * ratio, direction),
+                       op(name, "mindspore", "pynative", params, 10.0, direction)]
+    return {(r["cell"], r["repeat"]): r for r in rs}
+
+
+def cid(name, fw, mode, amp="off", devices=1):
+    return f"{'model' if devices == 1 else 'scaling'}/{name}/{fw}/{mode}/amp-{amp}/{devices}dev"
+
+
+def setf(world, cell, **fields):
+    world[(cell, 0)].update(fields)
+
+
+def drop(world, pred):
+    for key in [k for k in world if pred(k[0])]:
+        del world[key]
+
+
+def claim(world_or_results, cid_, **kw):
+    results = list(world_or_results.values()) if isinstance(world_or_results, dict) else world_or_results
+    found = {c.id: c for c in claims.evaluate(results, **kw)}
+    assert set(found) == set(claims.TITLES)
+    return found[cid_]
+
+
+# -- the paper's world: everything supported ----------------------------------------------------------------------
+def test_results_that_agree_with_the_paper_support_every_claim():
+    out = claims.evaluate(list(paper_world().values()), platform="cpu")
+    assert [c.id for c in out] == ["C1", "C2", "C3", "C4", "C5", "O1", "O2", "O3"]
+    for c in out:
+        assert c.verdict == "supported", (c.id, c.reason, c.evidence)
+        assert c.evidence and c.cells and all(p.outcome == claims.SUPPORTS for p in c.parts)
+        assert c.title and c.paper_evidence
+    json.dumps([c.to_dict() for c in out])   # the report serialises them
+
+
+# -- C1 dense vs sparse -------------------------------------------------------------------------------------------
+def _c1_flip(world, models):
+    for m in models:
+        pt_fast = m == "resnet50"     # the opposite of the paper
+        setf(world, cid(m, "mindspore", "graph"), mean_throughput_other_epochs=50.0 if pt_fast else 200.0,
+             time_to_target_s=20.0 if pt_fast else 1.0)
+
+
+def test_c1_contradicted_when_every_model_goes_the_other_way():
+    w = paper_world()
+    _c1_flip(w, MODELS)
+    c = claim(w, "C1")
+    assert c.verdict == "contradicted" and "0 of 6" in c.reason
+    assert any("ResNet50 mean throughput" in e and "MindSpore/PyTorch 0.50" in e for e in c.evidence)
+
+
+def test_c1_mixed_when_one_model_disagrees():
+    w = paper_world()
+    _c1_flip(w, ["gcn"])
+    c = claim(w, "C1")
+    assert c.verdict == "mixed" and "GCN throughput" in c.reason and "GCN time to target" in c.reason
+
+
+def test_c1_a_tie_does_not_support_a_faster_claim():
+    w = paper_world()
+    for m in MODELS:
+        setf(w, cid(m, "mindspore", "graph"), mean_throughput_other_epochs=102.0, time_to_target_s=None)
+        setf(w, cid(m, "pytorch", "eager"), mean_throughput_other_epochs=100.0)
+    c = claim(w, "C1")
+    assert c.verdict == "contradicted" and all("a tie" in e for e in c.evidence)
+    assert "did not reach the target" in c.reason          # the time-to-target parts are not measured
+
+
+def test_c1_not_measured_names_the_failed_cells():
+    w = paper_world()
+    for m in MODELS:
+        w[(cid(m, "mindspore", "graph"), 0)] = model(m, "mindspore", "graph", other=0, status="failed")
+    c = claim(w, "C1")
+    assert c.verdict == "not measured" and not c.evidence
+    for m in MODELS:
+        assert f"{cid(m, 'mindspore', 'graph')} failed: exit code 1: boom" in c.reason
+
+
+def test_c1_supported_on_the_models_measured_says_what_is_missing():
+    w = paper_world()
+    drop(w, lambda cell: "/gru/" in cell)
+    c = claim(w, "C1")
+    assert c.verdict == "supported"
+    assert f"{cid('gru', 'pytorch', 'eager')} not in the results" in c.reason
+    assert any("only 4 of 5 comparisons measured" in x for x in c.caveats)
+
+
+def test_c1_throughput_and_time_to_target_disagreeing_is_mixed():
+    w = paper_world()
+    setf(w, cid("resnet50", "mindspore", "graph"), time_to_target_s=50.0)   # faster, but later to the target
+    assert claim(w, "C1").verdict == "mixed"
+
+
+# -- C2 first epoch -----------------------------------------------------------------------------------------------
+def test_c2_contradicted_when_mindspore_first_epoch_is_not_slow():
+    w = paper_world()
+    for m in MODELS:
+        setf(w, cid(m, "mindspore", "graph"), first_epoch_throughput=w[(cid(m, "mindspore", "graph"), 0)]
+             ["mean_throughput_other_epochs"])
+    c = claim(w, "C2")
+    assert c.verdict == "contradicted" and "not below 80%" in c.evidence[0]
+
+
+def test_c2_contradicted_when_pytorch_first_epoch_is_as_slow():
+    w = paper_world()
+    for m in MODELS:
+        setf(w, cid(m, "pytorch", "eager"), first_epoch_throughput=30.0)   # 0.3 of 100, like MindSpore's
+    c = claim(w, "C2")
+    assert c.verdict == "contradicted" and "not below PyTorch's" in c.evidence[0]
+
+
+def test_c2_mixed_and_not_measured():
+    w = paper_world()
+    setf(w, cid("gcn", "mindspore", "graph"), first_epoch_throughput=50.0)
+    assert claim(w, "C2").verdict == "mixed"
+    w = paper_world()
+    drop(w, lambda cell: cell.startswith("model/") and "/pytorch/eager/amp-off/" in cell)
+    c = claim(w, "C2")
+    assert c.verdict == "not measured" and f"{cid('gcn', 'pytorch', 'eager')} not in the results" in c.reason
+
+
+# -- C3 AMP -------------------------------------------------------------------------------------------------------
+def _amp_scale(world, framework, factor):
+    for (cell, _), r in world.items():
+        if cell.startswith("model/") and r["framework"] == framework and r["amp"] != "off":
+            off = world[(cell.replace(f"amp-{r['amp']}", "amp-off"), 0)]
+            r["mean_throughput_other_epochs"] = factor * off["mean_throughput_other_epochs"]
+
+
+def test_c3_verdicts():
+    w = paper_world()
+    _amp_scale(w, "pytorch", 0.5)
+    _amp_scale(w, "mindspore", 0.5)
+    c = claim(w, "C3")
+    assert c.verdict == "contradicted" and len(c.evidence) == 9 and "AMP/off 0.50" in c.evidence[0]
+    w = paper_world()
+    _amp_scale(w, "mindspore", 0.8)
+    c = claim(w, "C3")
+    assert c.verdict == "mixed" and "3 of 9" in c.reason
+    w = paper_world()
+    drop(w, lambda cell: "/amp-O" in cell)
+    c = claim(w, "C3")
+    assert c.verdict == "not measured" and f"{cid('gru', 'mindspore', 'graph', 'O3')} not in the results" in c.reason
+
+
+# -- C4 PyNative --------------------------------------------------------------------------------------------------
+def test_c4_verdicts():
+    w = paper_world()
+    for m in MODELS:
+        setf(w, cid(m, "mindspore", "pynative"), mean_throughput_other_epochs=1000.0)
+    assert claim(w, "C4").verdict == "contradicted"
+    w = paper_world()
+    setf(w, cid("gcn", "mindspore", "pynative"), mean_throughput_other_epochs=70.0)  # GRAPH 50, PyTorch 100
+    c = claim(w, "C4")
+    assert c.verdict == "mixed" and "(not: GCN PyNative vs MindSpore GRAPH)" in c.reason
+    w = paper_world()
+    for m in MODELS:
+        w[(cid(m, "mindspore", "pynative"), 0)] = model(m, "mindspore", "pynative", other=0, status="skipped",
+                                                        reason="PYNATIVE is not available here")
+    c = claim(w, "C4")
+    assert c.verdict == "not measured" and "pynative/amp-off/1dev skipped: PYNATIVE is not available" in c.reason
+
+
+# -- C5 scaling ---------------------------------------------------------------------------------------------------
+def test_c5_verdicts():
+    w = paper_world()
+    setf(w, cid("resnet50", "mindspore", "graph", devices=2), per_device_throughput=0.5 * 200)
+    setf(w, cid("resnet50", "pytorch", "eager", devices=2), per_device_throughput=0.9 * 100)
+    c = claim(w, "C5")
+    assert c.verdict == "contradicted" and "MindSpore GRAPH 0.50" in c.evidence[0] and "PyTorch eager 0.90" in \
+        c.evidence[0]
+    w = paper_world()
+    for r in (scaling("resnet50", "mindspore", "graph", 4, 0.5 * 200), scaling("resnet50", "pytorch", "eager", 4, 90)):
+        w[(r["cell"], 0)] = r
+    c = claim(w, "C5")
+    assert c.verdict == "mixed" and "at 4 devices" in c.reason
+    w = paper_world()
+    drop(w, lambda cell: cell.startswith("scaling/"))
+    c = claim(w, "C5")
+    assert c.verdict == "not measured" and "no scaling cells" in c.reason
+    w = paper_world()
+    w[(cid("resnet50", "pytorch", "eager", devices=2), 0)] = model("resnet50", "pytorch", "eager", devices=2,
+                                                                   other=0, status="timeout", reason="ran 1800 s")
+    c = claim(w, "C5")
+    assert c.verdict == "not measured" and "eager/amp-off/2dev timeout: ran 1800 s" in c.reason
+
+
+def test_c5_falls_back_to_the_stored_efficiency_and_notes_the_device_counts():
+    w = paper_world()
+    drop(w, lambda cell: cell == cid("resnet50", "mindspore", "graph"))
+    setf(w, cid("resnet50", "mindspore", "graph", devices=2), efficiency=0.95)
+    c = claim(w, "C5")
+    assert c.verdict == "supported" and "0.95 (stored efficiency)" in c.evidence[0]
+    assert any("device counts measured: 1, 2 (paper: up to 8)" in x for x in c.caveats)
+
+
+# -- operators ----------------------------------------------------------------------------------------------------
+def _ops(**override):
+    return paper_world({**PAPER_OPS, **override})
+
+
+def test_o1_verdicts():
+    down = {"batchnorm2d": {32: 3.0, 512: 2.0}, "conv2d": {9280: 2.0, 147712: 0.5}, "linear": {33280: 1.5, 262656: 0.5}}
+    c = claim(_ops(**down), "O1")
+    assert c.verdict == "contradicted" and len(c.parts) == 6
+    c = claim(_ops(linear=down["linear"]), "O1")
+    assert c.verdict == "mixed" and "(not: linear fp32 fwd, linear fp32 fwd+bwd)" in c.reason
+    c = claim(_ops(linear={33280: 0.5, 262656: 0.51}), "O1")      # within the tie margin: no growth
+    assert c.verdict == "mixed" and "a tie" in " ".join(c.evidence)
+    c = claim(paper_world({}), "O1")
+    assert c.verdict == "not measured" and c.reason == "operators: not measured — no operator cells in the results"
+    c = claim(paper_world({"linear": {33280: 0.5}}), "O1")
+    assert c.verdict == "not measured" and "only 1 distinct parameter count" in c.reason
+
+
+def test_o1_reports_the_rank_correlation_from_three_sizes():
+    c = claim(paper_world(), "O1")
+    conv = next(e for e in c.evidence if e.startswith("conv2d fp32 fwd,"))
+    assert "Spearman rho(params, ratio) +1.00 over 3 configurations" in conv
+
+
+def test_o2_verdicts():
+    c = claim(_ops(batchnorm2d={32: 0.5, 512: 3.0}), "O2")
+    assert c.verdict == "contradicted" and "median ratio 0.50" in c.evidence[0]
+    w = _ops()
+    for r in w.values():
+        if r.get("op") == "batchnorm2d" and r["mode"] == "graph" and r["direction"] == "fwd+bwd":
+            r["throughput"] = 500.0
+    c = claim(w, "O2")
+    assert c.verdict == "mixed" and "(not: batchnorm2d fp32 fwd+bwd)" in c.reason
+    w = _ops()
+    for r in w.values():
+        if r.get("op") == "batchnorm2d":
+            r.update(status="failed", reason="exit code 1: no kernel")
+    c = claim(w, "O2")
+    assert c.verdict == "not measured" and "12 of 12 batchnorm2d cells not ok" in c.reason
+    assert "failed: exit code 1: no kernel" in c.reason
+
+
+def test_o3_verdicts():
+    c = claim(_ops(conv2d={9280: 0.5, 36928: 0.6, 147712: 0.9}), "O3")
+    assert c.verdict == "contradicted" and "MindSpore not ahead even at the largest" in c.evidence[0]
+    c = claim(_ops(conv2d={9280: 1.5, 36928: 1.6, 147712: 2.0}), "O3")
+    assert c.verdict == "contradicted" and "MindSpore ahead at smaller sizes too" in c.evidence[0]
+    w = _ops()
+    for r in w.values():
+        if r.get("op") == "conv2d" and r["mode"] == "graph" and r["direction"] == "fwd" and r["params"] < 100000:
+            r["throughput"] = 3000.0
+    assert claim(w, "O3").verdict == "mixed"
+    c = claim(paper_world({"linear": PAPER_OPS["linear"]}), "O3")
+    assert c.verdict == "not measured" and "no conv2d operator cells in the results" in c.reason
+
+
+def test_operators_fall_back_to_pynative_and_say_so():
+    w = paper_world()
+    drop(w, lambda cell: cell.startswith("operator/") and "/mindspore/graph/" in cell)
+    c = claim(w, "O2")
+    assert c.verdict == "contradicted" and "MindSpore PYNATIVE / PyTorch eager" in c.evidence[0]
+
+
+# -- medians, platforms, caveats ----------------------------------------------------------------------------------
+def test_medians_over_ok_repeats_only():
+    w = paper_world()
+    base = w.pop((cid("gcn", "pytorch", "eager"), 0))
+    for k, (tput, ttt) in enumerate(((100.0, 2.0), (90000.0, None), (120.0, 3.0))):
+        r = {**base, "repeat": k, "mean_throughput_other_epochs": tput, "time_to_target_s": ttt}
+        w[(r["cell"], k)] = r
+    w[(base["cell"], 3)] = {**base, "repeat": 3, "status": "failed", "mean_throughput_other_epochs": 1.0}
+    c = claim(w, "C1")
+    assert any("PyTorch eager 120 items/s" in e for e in c.evidence)           # median of 100, 90000, 120
+    # time to target: [2, 3, never] -> median 3
+    assert any("GCN time to target: PyTorch 3 s" in e for e in c.evidence)
+    assert any("(3 of 4 repeats ok)" in x for x in c.caveats)
+
+
+def test_platforms_are_never_mixed():
+    cpu = list(paper_world().values())
+    npu = [{**r, "platform": "ascend"} for r in cpu]
+    with pytest.raises(ValueError, match="several platforms"):
+        claims.evaluate(cpu + npu)
+    by = claims.evaluate_by_platform(cpu + npu, profile="quick")
+    assert set(by) == {"ascend", "cpu"}
+    c_npu, c_cpu = by["ascend"][0], by["cpu"][0]
+    assert not any("not on the Ascend" in x for x in c_npu.caveats)
+    assert any("measured on cpu, not on the Ascend 910" in x for x in c_cpu.caveats)
+    assert any("quick profile" in x for x in c_cpu.caveats)
+    assert claims.evaluate(cpu + npu, platform="ascend")[0].cells == c_npu.cells
+
+
+def test_synthetic_data_and_versions_are_caveats_not_verdicts():
+    w = paper_world()
+    setf(w, cid("resnet50", "pytorch", "eager"), synthetic=True, dataset="cifar10", versions={"torch": "2.1"})
+    c = claim(w, "C1")
+    assert c.verdict == "supported"
+    assert any("synthetic data for ResNet50 (cifar10)" in x for x in c.caveats)
+    assert any("torch 2.1; the paper used PyTorch 1.8.1" in x for x in c.caveats)
+
+
+def test_time_to_target_table():
+    w = paper_world()
+    setf(w, cid("gru", "mindspore", "graph"), time_to_target_s=None)
+    rows = {r["model"]: r for r in claims.time_to_target_table(list(w.values()))}
+    assert rows["resnet50"]["ratio"] == pytest.approx(5.0) and rows["resnet50"]["paper_ratio"] == 5.03
+    assert rows["gcn"]["ratio"] == pytest.approx(0.2) and rows["gcn"]["paper_ratio"] == pytest.approx(1 / 1.49)
+    assert rows["gru"]["ratio"] is None and rows["gru"]["notes"] == ["MindSpore did not reach the target"]
+    assert rows["gru"]["paper_ratio"] == pytest.approx(0.474, abs=1e-3)
+    assert rows["gcn"]["setting"] == "PyTorch eager vs MindSpore GRAPH, AMP off, 1 device"
+
+
+# -- a real recorded run ------------------------------------------------------------------------------------------
+def _side(ratio):
+    return "above" if ratio > TIE_RATIO else "below" if ratio < 1 / TIE_RATIO else "tie"
+
+
+def _aggregate(outcomes):
+    if not outcomes:
+        return "not measured"
+    return "supported" if all(outcomes) else "contradicted" if not any(outcomes) else "mixed"
+
+
+def _expected(results):
+    """The verdicts, computed here straight from the numbers of a quick run (one repeat per cell)."""
+    ok = {r["cell"]: r for r in results if r["status"] == "ok"}
+
+    def tput(cell):
+        return ok[cell]["mean_throughput_other_epochs"] if cell in ok else None
+
+    exp = {}
+    c1 = []
+    for m, expect in (("resnet50", "above"), ("gcn", "below"), ("gru", "below")):
+        pt, ms = ok.get(cid(m, "pytorch", "eager")), ok.get(cid(m, "mindspore", "graph"))
+        if pt and ms:
+            c1.append(_side(ms["mean_throughput_other_epochs"] / pt["mean_throughput_other_epochs"]) == expect)
+            if pt["time_to_target_s"] and ms["time_to_target_s"]:
+                c1.append(_side(pt["time_to_target_s"] / ms["time_to_target_s"]) == expect)
+    exp["C1"] = _aggregate(c1)
+    c2 = []
+    for m in MODELS:
+        pt, ms = ok.get(cid(m, "pytorch", "eager")), ok.get(cid(m, "mindspore", "graph"))
+        if pt and ms:
+            fp = pt["first_epoch_throughput"] / pt["mean_throughput_other_epochs"]
+            fm = ms["first_epoch_throughput"] / ms["mean_throughput_other_epochs"]
+            c2.append(fm <= claims.MARKED_FIRST_EPOCH and fm * TIE_RATIO < fp)
+    exp["C2"] = _aggregate(c2)
+    c3, c4 = [], []
+    for m in MODELS:
+        for fw, mode, levels in (("pytorch", "eager", ("O2",)), ("mindspore", "graph", ("O2", "O3"))):
+            for level in levels:
+                a, b = tput(cid(m, fw, mode, level)), tput(cid(m, fw, mode))
+                if a and b:
+                    c3.append(_side(a / b) == "above")
+        pyn = tput(cid(m, "mindspore", "pynative"))
+        for other in (cid(m, "mindspore", "graph"), cid(m, "pytorch", "eager")):
+            if pyn and tput(other):
+                c4.append(_side(pyn / tput(other)) == "below")
+    exp["C3"], exp["C4"] = _aggregate(c3), _aggregate(c4)
+    c5 = []
+    for cell, r in ok.items():
+        if r["kind"] == "scaling" and r["framework"] == "mindspore" and r["mode"] == "graph":
+            pt_cell = cell.replace("/mindspore/graph/", "/pytorch/eager/")
+            if pt_cell in ok:
+                eff_ms = r["per_device_throughput"] / tput(cid("resnet50", "mindspore", "graph", r["amp"]))
+                eff_pt = ok[pt_cell]["per_device_throughput"] / tput(cid("resnet50", "pytorch", "eager", r["amp"]))
+                c5.append(_side(eff_ms / eff_pt) == "above")
+    exp["C5"] = _aggregate(c5)
+    groups = {}
+    for cell, r in ok.items():
+        if r["kind"] == "operator" and r["framework"] == "mindspore" and r["mode"] == "graph":
+            pt = ok.get(cell.replace("/mindspore/graph/", "/pytorch/eager/"))
+            if pt:
+                groups.setdefault((r["op"], r["dtype"], r["direction"]), []).append(
+                    (r["params"], r["throughput"] / pt["throughput"]))
+    o1, o2, o3 = [], [], []
+    for (name, _, _), pairs in groups.items():
+        levels = sorted({p for p, _ in pairs})
+        k = max(1, len(levels) // 3)
+        low = median(x for p, x in pairs if p in levels[:k])
+        high = median(x for p, x in pairs if p in levels[-k:])
+        rest = [x for p, x in pairs if p not in levels[-k:]]
+        o1.append(_side(high / low) == "above")
+        if name == "batchnorm2d":
+            o2.append(_side(median(x for p, x in pairs if p in levels[:max(1, len(levels) // 2)])) == "above")
+        if name == "conv2d":
+            o3.append(_side(high) == "above" and _side(median(rest)) != "above")
+    exp["O1"], exp["O2"], exp["O3"] = _aggregate(o1), _aggregate(o2), _aggregate(o3)
+    return exp
+
+
+def test_fixture_is_a_small_real_quick_run():
+    assert FIXTURE.stat().st_size < 60_000
+    results = json.loads(FIXTURE.read_text())
+    assert len(results) == 63 and {r["platform"] for r in results} == {"cpu"}
+    assert {r["kind"] for r in results} == {"model", "scaling", "operator"}
+
+
+def test_rules_on_a_real_quick_run_follow_its_numbers():
+    results = json.loads(FIXTURE.read_text())
+    out = {c.id: c for c in claims.evaluate(results, profile="quick")}
+    expected = _expected(results)
+    assert {k: c.verdict for k, c in out.items()} == expected
+    for c in out.values():
+        assert c.verdict in claims.VERDICTS and c.reason
+        assert any("measured on cpu" in x for x in c.caveats) and any("quick profile" in x for x in c.caveats)
+    assert any("synthetic data for ResNet50 (cifar10)" in x for x in out["C1"].caveats)
+    table = {r["model"]: r for r in claims.time_to_target_table(results)}
+    gcn_pt = next(r for r in results if r["cell"] == cid("gcn", "pytorch", "eager"))["time_to_target_s"]
+    gcn_ms = next(r for r in results if r["cell"] == cid("gcn", "mindspore", "graph"))["time_to_target_s"]
+    assert table["gcn"]["ratio"] == pytest.approx(gcn_pt / gcn_ms)
+
+
+def write_fixture(run: str) -> None:
+    from harness.store import RunStore
+
+    rows = [{k: r.get(k) for k in KEEP if k in r} for r in RunStore(run).results()]
+    FIXTURE.parent.mkdir(exist_ok=True)
+    FIXTURE.write_text("[\n" + ",\n".join(json.dumps(r, sort_keys=True) for r in rows) + "\n]\n")
+
+
+if __name__ == "__main__":
+    write_fixture(sys.argv[1])
