@@ -1,35 +1,65 @@
-"""Render a run (or several, from different hosts) into one HTML page and LaTeX tables.
+"""Render a run (or several, from different hosts) into one HTML page, a LaTeX report and paper fragments.
 
-    report/report.html        self-contained page (no network fetches)
-    report/report.tex         compiles on its own with pdflatex
-    report/tables/*.tex       booktabs fragments (table1, operators) to \\input into a paper
+    report/report.html        self-contained page: figures inline as SVG, no network fetches, printable
+    report/report.tex         compiles on its own with pdflatex (figures from figures/*.pdf)
+    report/tables/*.tex       booktabs fragments (table1, time_to_target, operators, claims) to \\input
+    report/figures/*.pdf      Figures 3, 4, 5 and energy per sample, per host (matplotlib)
+
+Several run folders merge: each host (platform, and host name when two runs share a platform) becomes its own
+column group in Table I, its own figures and its own claim verdicts.
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from pathlib import Path
 from statistics import median
 from typing import Any
 
 import jinja2
 
+from harness import claims as claim_rules
+from harness import figures
 from harness.store import RunStore
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 _LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
-                  "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+                  "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
+                  "<": r"\textless{}", ">": r"\textgreater{}", "|": r"\textbar{}"}
 _LATEX_RE = re.compile("|".join(re.escape(k) for k in _LATEX_SPECIAL))
+# Non-ASCII that pdflatex's default (OT1) fonts can set; anything else is transliterated or shown as '?'.
+_LATEX_UNICODE = {"–": "--", "—": "---", "×": r"$\times$", "±": r"$\pm$", "µ": r"$\mu$", "®": "(R)",
+                  "©": "(C)", "™": "(TM)", "≥": r"$\geq$", "≤": r"$\leq$", "…": "...", "’": "'", "‘": "`",
+                  "“": "``", "”": "''"}
+
+# The seed paper's set-up (Section IV.A), shown beside every host of this run.
+PAPER_ENV = {"accelerators": "8x Ascend 910 (32 GB)", "cpu": "Kunpeng 920", "os": "EulerOS 2.0 SP8",
+             "stack": "CANN 5.1.RC2.1", "python": "3.7.10", "torch": "1.8.1+ascend.rc2", "mindspore": "1.8.1"}
+# Paper: PyTorch O2 (apex-style) and MindSpore O3 are the recommended AMP settings.
+THROUGHPUT_KINDS = ("model", "scaling")
 
 
 def latex_escape(value: Any) -> str:
-    return _LATEX_RE.sub(lambda m: _LATEX_SPECIAL[m.group()], str(value))
+    text = _LATEX_RE.sub(lambda m: _LATEX_SPECIAL[m.group()], str(value))
+    out = []
+    for ch in text:
+        if ord(ch) < 128:
+            out.append(ch)
+        elif ch in _LATEX_UNICODE:
+            out.append(_LATEX_UNICODE[ch])
+        else:  # é -> e; what has no ASCII base letter becomes '?', never a character that breaks pdflatex
+            base = unicodedata.normalize("NFKD", ch).encode("ascii", "ignore").decode()
+            out.append(_LATEX_RE.sub(lambda m: _LATEX_SPECIAL[m.group()], base) or "?")
+    return "".join(out)
 
 
 def fmt(value: Any, digits: int = 1) -> str:
     if value is None:
         return "–"
     if isinstance(value, float):
+        if value != value:  # NaN
+            return "–"
         return f"{value:,.{digits}f}"
     return str(value)
 
@@ -41,60 +71,152 @@ def _spread(values: list[float]) -> dict[str, Any]:
     return {"median": median(values), "min": min(values), "max": max(values), "n": len(values)}
 
 
+def _host_labels(runs: list[tuple[Path, dict, dict]]) -> list[str]:
+    """platform, or 'platform (hostname)' where two runs with different hosts share a platform."""
+    hosts_per_platform: dict[str, set] = {}
+    for _, meta, env in runs:
+        hosts_per_platform.setdefault(meta.get("platform", "?"), set()).add(env.get("hostname"))
+    return [meta.get("platform", "?") if len(hosts_per_platform[meta.get("platform", "?")]) == 1
+            else f"{meta.get('platform', '?')} ({env.get('hostname')})" for _, meta, env in runs]
+
+
+def _row(host: str, platform: str, cell: str, rs: list[dict[str, Any]]) -> dict[str, Any]:
+    ok = [r for r in rs if r.get("status") == "ok"]
+    first = (ok or rs)[0]
+
+    def spread(key):
+        return _spread([r.get(key) for r in ok])
+
+    # Figure 3 draws one repeat's curve: the one whose time to target (else wall time) is the median.
+    by_time = sorted(ok, key=lambda r: (r.get("time_to_target_s") or r.get("wall_s") or 0.0))
+    curve = by_time[len(by_time) // 2].get("curve") if by_time else None
+    return {
+        "host": host, "platform": platform, "cell": cell, "kind": first.get("kind"), "model": first.get("model"),
+        "framework": first.get("framework"), "mode": first.get("mode"), "amp": first.get("amp"),
+        "devices": first.get("devices"), "unit": first.get("throughput_unit"),
+        "status": "ok" if ok else first.get("status"), "repeats": len(rs), "repeats_ok": len(ok),
+        "synthetic": any(r.get("synthetic") for r in rs), "curve": curve,
+        "first_epoch": spread("first_epoch_throughput"), "other_epochs": spread("mean_throughput_other_epochs"),
+        "time_to_target": spread("time_to_target_s"), "best_metric": spread("best_metric"),
+        "test_metric": spread("test_metric"), "metric": first.get("metric"), "target": first.get("target"),
+        "settings": first.get("settings"), "process_env": first.get("process_env"),
+        # scaling cells
+        "global_throughput": spread("global_throughput")["median"], "efficiency": spread("efficiency")["median"],
+        "per_device_throughput": spread("per_device_throughput")["median"],
+        # telemetry (null where the platform could not say)
+        "peak_device_memory_mb": spread("peak_device_memory_mb"), "peak_rss_mb": spread("peak_rss_mb"),
+        "mean_power_w": spread("mean_power_w"), "energy_j": spread("energy_j"),
+        "samples_per_joule": spread("samples_per_joule"), "telemetry_source": first.get("telemetry_source"),
+        # operator cells
+        "op": first.get("op"), "params": first.get("params"), "shape": first.get("shape"),
+        "dtype": first.get("dtype"), "direction": first.get("direction"),
+        "median_s": spread("median_s"), "iqr_s": spread("iqr_s"), "throughput": spread("throughput"),
+        "flops_per_s": spread("flops_per_s"), "percent_of_peak": spread("percent_of_peak"),
+    }
+
+
 def collect(runs: list[Path]) -> dict[str, Any]:
-    """Results of every run folder, grouped per (platform, cell) with the median over repeats."""
-    hosts, groups, problems = [], {}, []
+    """Results of every run folder, grouped per (host, cell) with the median and range over repeats."""
+    loaded = []
     for run in runs:
         store = RunStore(run)
         store.require_run()
-        meta, env = store.read_meta(), store.read_env()
-        results = store.results()
-        hosts.append({"run": str(run), "meta": meta, "env": env})
-        for r in results:
+        loaded.append((Path(run), store.read_meta(), store.read_env()))
+    labels = _host_labels(loaded)
+    hosts, groups, problems, results = [], {}, [], {}
+    for (run, meta, env), label in zip(loaded, labels, strict=True):
+        if label not in [h["label"] for h in hosts]:
+            hosts.append({"label": label, "run": str(run), "runs": [str(run)], "meta": meta, "env": env})
+        else:
+            next(h for h in hosts if h["label"] == label)["runs"].append(str(run))
+        for r in RunStore(run).results():
+            platform = r.get("platform", meta.get("platform"))
+            r = {**r, "platform": platform}
             if r.get("status") != "ok":
-                problems.append({**r, "platform": r.get("platform", meta.get("platform"))})
-            key = (r.get("platform", meta.get("platform")), r["cell"])
-            groups.setdefault(key, []).append(r)
-    rows = []
-    for (platform, cell), rs in sorted(groups.items()):
-        ok = [r for r in rs if r.get("status") == "ok"]
-        first = rs[0]
-        rows.append({
-            "platform": platform, "cell": cell, "kind": first.get("kind"), "model": first.get("model"),
-            "framework": first.get("framework"), "mode": first.get("mode"), "amp": first.get("amp"),
-            "devices": first.get("devices"), "unit": first.get("throughput_unit"),
-            "status": "ok" if ok else first.get("status"), "repeats": len(rs), "repeats_ok": len(ok),
-            "synthetic": any(r.get("synthetic") for r in rs),
-            "first_epoch": _spread([r.get("first_epoch_throughput") for r in ok]),
-            "other_epochs": _spread([r.get("mean_throughput_other_epochs") for r in ok]),
-            "time_to_target": _spread([r.get("time_to_target_s") for r in ok]),
-            "best_metric": _spread([r.get("best_metric") for r in ok]),
-            "test_metric": _spread([r.get("test_metric") for r in ok]),
-            "metric": first.get("metric"), "target": first.get("target"),
-            "settings": (ok or rs)[0].get("settings"), "process_env": (ok or rs)[0].get("process_env"),
-            # operator cells
-            "op": first.get("op"), "params": first.get("params"), "shape": first.get("shape"),
-            "dtype": first.get("dtype"), "direction": first.get("direction"),
-            "median_s": _spread([r.get("median_s") for r in ok]), "iqr_s": _spread([r.get("iqr_s") for r in ok]),
-            "throughput": _spread([r.get("throughput") for r in ok]),
-            "flops_per_s": _spread([r.get("flops_per_s") for r in ok]),
-        })
+                problems.append({**r, "host": label})
+            groups.setdefault((label, r["cell"]), []).append(r)
+            results.setdefault(label, []).append(r)
+    rows = [_row(host, rs[0]["platform"], cell, rs) for (host, cell), rs in groups.items()]
+    order = {h["label"]: i for i, h in enumerate(hosts)}
+    rows.sort(key=lambda r: (order[r["host"]], r["cell"]))
+    profiles = sorted({h["meta"].get("profile") for h in hosts if h["meta"].get("profile")})
     return {"hosts": hosts, "rows": rows, "problems": problems, "op_ratios": operator_ratios(rows),
-            "synthetic": any(r["synthetic"] for r in rows),
-            "profiles": sorted({h["meta"].get("profile") for h in hosts if h["meta"].get("profile")})}
+            "table1": table1(rows, hosts), "settings": settings_summary(rows),
+            "claims": {h["label"]: claim_rules.evaluate(results.get(h["label"], []), platform=h["meta"].get("platform"),
+                                                        profile=h["meta"].get("profile")) for h in hosts},
+            "time_to_target": {h["label"]: claim_rules.time_to_target_table(results.get(h["label"], []),
+                                                                            platform=h["meta"].get("platform"))
+                               for h in hosts},
+            "synthetic": any(r["synthetic"] for r in rows), "profiles": profiles, "paper_env": PAPER_ENV,
+            "env_rows": environment_rows(hosts)}
+
+
+def table1(rows: list[dict[str, Any]], hosts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Table I: one line per setting (model, framework, mode, AMP, devices), one column group per host."""
+    lines: dict[tuple, dict[str, Any]] = {}
+    for r in rows:
+        if r["kind"] not in THROUGHPUT_KINDS:
+            continue
+        key = (r["model"], r["framework"], r["mode"], r["amp"], r["devices"])
+        line = lines.setdefault(key, {"model": r["model"], "framework": r["framework"], "mode": r["mode"],
+                                      "amp": r["amp"], "devices": r["devices"], "unit": r["unit"], "by_host": {}})
+        line["by_host"][r["host"]] = r
+        line["unit"] = line["unit"] or r["unit"]
+    return [lines[k] for k in sorted(lines, key=lambda k: tuple(str(x) for x in k))]
+
+
+def settings_summary(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The per-framework settings applied, once per (host, framework, mode) with every distinct value seen."""
+    out: dict[tuple, dict[str, Any]] = {}
+    for r in rows:
+        if r["status"] != "ok" or not r["framework"]:
+            continue
+        entry = out.setdefault((r["host"], r["framework"], r["mode"]),
+                               {"host": r["host"], "framework": r["framework"], "mode": r["mode"], "values": {}})
+        for k, v in {**(r["process_env"] or {}), **(r["settings"] or {})}.items():
+            entry["values"].setdefault(k, [])
+            if str(v) not in entry["values"][k]:
+                entry["values"][k].append(str(v))
+    return [out[k] for k in sorted(out)]
+
+
+def environment_rows(hosts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The environment as rows (what) x columns (the paper, then each host), so they read side by side."""
+    def host_values(env: dict) -> dict[str, str]:
+        cpu = env.get("cpu") or {}
+        nvidia, ascend = env.get("nvidia") or {}, env.get("ascend") or {}
+        if nvidia.get("gpus"):
+            acc = ", ".join(g.get("name", "?") for g in nvidia["gpus"])
+            stack = f"CUDA {env.get('packages', {}).get('torch_cuda') or nvidia.get('cuda') or '?'}, " \
+                    f"driver {nvidia.get('driver', '?')}"
+        elif ascend:
+            acc, stack = f"{ascend.get('devices', '?')} Ascend NPU(s)", f"CANN {ascend.get('cann', '?')}"
+        else:
+            acc, stack = "none", "–"
+        os_info = env.get("os") or {}
+        packages = env.get("packages") or {}
+        return {"accelerators": acc, "cpu": f"{cpu.get('model', '?')} ({cpu.get('cores', '?')} cores)",
+                "os": f"{os_info.get('distro') or os_info.get('system', '?')} ({os_info.get('machine', '?')})",
+                "stack": stack, "python": (env.get("python") or {}).get("version", "–"),
+                "torch": packages.get("torch") or "–", "mindspore": packages.get("mindspore") or "–"}
+
+    names = {"accelerators": "accelerators", "cpu": "CPU", "os": "operating system",
+             "stack": "accelerator software", "python": "Python", "torch": "PyTorch", "mindspore": "MindSpore"}
+    per_host = [host_values(h["env"]) for h in hosts]
+    return [{"what": names[k], "paper": PAPER_ENV[k], "hosts": [v[k] for v in per_host]} for k in names]
 
 
 def operator_ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per operator configuration: MindSpore throughput / PyTorch eager throughput, per MindSpore mode
-    (Figure 5's points; above 1 means MindSpore is faster)."""
+    """Per operator configuration and host: MindSpore throughput / PyTorch eager throughput, per MindSpore
+    mode (Figure 5's points; above 1 means MindSpore is faster)."""
     by_config: dict[tuple, dict[str, Any]] = {}
     for r in rows:
         if r["kind"] != "operator" or r["throughput"]["median"] is None:
             continue
-        key = (r["platform"], r["op"], r["dtype"], r["direction"], tuple(sorted((r["shape"] or {}).items())))
-        entry = by_config.setdefault(key, {"platform": r["platform"], "op": r["op"], "dtype": r["dtype"],
-                                           "direction": r["direction"], "shape": r["shape"], "params": r["params"],
-                                           "throughput": {}})
+        key = (r["host"], r["op"], r["dtype"], r["direction"], tuple(sorted((r["shape"] or {}).items())))
+        entry = by_config.setdefault(key, {"host": r["host"], "platform": r["platform"], "op": r["op"],
+                                           "dtype": r["dtype"], "direction": r["direction"], "shape": r["shape"],
+                                           "params": r["params"], "throughput": {}})
         entry["throughput"][f"{r['framework']}/{r['mode']}"] = r["throughput"]["median"]
     out = []
     for entry in by_config.values():
@@ -103,13 +225,22 @@ def operator_ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             ms = entry["throughput"].get(f"mindspore/{mode}")
             entry[f"ratio_{mode}"] = ms / pt if pt and ms else None
         out.append(entry)
-    return sorted(out, key=lambda e: (e["platform"], e["op"], e["dtype"], e["direction"], e["params"]))
+    return sorted(out, key=lambda e: (e["host"], e["op"], e["dtype"], e["direction"], e["params"]))
 
 
-def render(runs: list[Path], out: Path | None = None) -> Path:
-    data = collect(runs)
-    out = Path(out) if out else Path(runs[0]) / "report"
-    (out / "tables").mkdir(parents=True, exist_ok=True)
+def make_figures(data: dict[str, Any], folder: Path) -> dict[str, dict[str, Any]]:
+    """Every figure for every host: {host: {"fig3": {...} | None, "fig4": ..., "fig5": ..., "energy": ...}}."""
+    out = {}
+    for h in data["hosts"]:
+        host = h["label"]
+        out[host] = {"fig3": figures.curves(data["rows"], host, folder),
+                     "fig4": figures.scaling(data["rows"], host, folder),
+                     "fig5": figures.operator_ratios(data["op_ratios"], host, folder),
+                     "energy": figures.energy(data["rows"], host, folder)}
+    return out
+
+
+def _environments() -> tuple[jinja2.Environment, jinja2.Environment]:
     html_env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True,
                                   undefined=jinja2.StrictUndefined)
     html_env.filters["fmt"] = fmt
@@ -117,13 +248,26 @@ def render(runs: list[Path], out: Path | None = None) -> Path:
     tex_env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=False,  # noqa: S701
                                  undefined=jinja2.StrictUndefined, block_start_string="<%", block_end_string="%>",
                                  variable_start_string="<<", variable_end_string=">>",
-                                 comment_start_string="<#", comment_end_string="#>")
+                                 comment_start_string="<#", comment_end_string="#>", trim_blocks=True,
+                                 lstrip_blocks=True)
     tex_env.filters["tex"] = latex_escape
     tex_env.filters["fmt"] = fmt
-    (out / "report.html").write_text(html_env.get_template("report.html.j2").render(**data))
+    return html_env, tex_env
+
+
+TABLES = ("table1", "time_to_target", "claims", "operators")
+
+
+def render(runs: list[Path], out: Path | None = None) -> Path:
+    data = collect(runs)
+    out = Path(out) if out else Path(runs[0]) / "report"
+    (out / "tables").mkdir(parents=True, exist_ok=True)
+    data["figures"] = make_figures(data, out / "figures")
+    html_env, tex_env = _environments()
     tables = {}
-    for name in ("table1", "operators"):
+    for name in TABLES:
         tables[name] = tex_env.get_template(f"{name}.tex.j2").render(**data)
         (out / "tables" / f"{name}.tex").write_text(tables[name])
     (out / "report.tex").write_text(tex_env.get_template("report.tex.j2").render(tables=tables, **data))
+    (out / "report.html").write_text(html_env.get_template("report.html.j2").render(**data))
     return out / "report.html"

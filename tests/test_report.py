@@ -1,15 +1,37 @@
-"""The report from recorded results: escaping, failures shown with their log tails."""
+"""The report from recorded results: every cell kind and status, every claim verdict, two hosts merged, escaping,
+figures; and, where the tools exist (always in CI), report.tex through pdflatex and report.html in headless
+Chromium with no console message and every figure drawn."""
 
+import copy
 import json
+import os
+import re
+import shutil
+import subprocess
+from html import unescape
+from pathlib import Path
+
+import pytest
 
 from harness import report
+
+FIXTURE = Path(__file__).parent / "fixtures" / "results_quick.json"  # a real quick-profile run on the CI machine
+IN_CI = bool(os.environ.get("CI"))
+
+
+def _write_run(folder: Path, platform: str, env: dict, results: list[dict], profile: str = "quick") -> Path:
+    (folder / "cells").mkdir(parents=True)
+    (folder / "run.json").write_text(json.dumps({"platform": platform, "profile": profile, "invocations": []}))
+    (folder / "env.json").write_text(json.dumps(env))
+    for r in results:
+        d = folder / "cells" / r["cell"]
+        d.mkdir(parents=True, exist_ok=True)
+        (d / f"r{r.get('repeat', 0)}.json").write_text(json.dumps(r))
+    return folder
 
 
 def _fixture_run(tmp_path):
     run = tmp_path / "run"
-    (run / "cells").mkdir(parents=True)
-    (run / "run.json").write_text(json.dumps({"platform": "cpu", "profile": "full", "invocations": []}))
-    (run / "env.json").write_text(json.dumps({"hostname": "<host>&_%", "cpu": {"model": "x", "cores": 2}}))
     ok = {"cell": "model/gcn/pytorch/eager/amp-off/1dev", "kind": "model", "model": "gcn", "framework": "pytorch",
           "mode": "eager", "amp": "off", "devices": 1, "status": "ok", "platform": "cpu", "synthetic": False,
           "throughput_unit": "nodes/s", "first_epoch_throughput": 1000.0, "mean_throughput_other_epochs": 2000.0,
@@ -17,12 +39,10 @@ def _fixture_run(tmp_path):
     bad = {**ok, "cell": "model/gcn/mindspore/graph/amp-off/1dev", "framework": "mindspore", "mode": "graph",
            "status": "failed", "reason": "exit code 1: RuntimeError: 100% of <script>x_y</script> & $HOME",
            "log_tail": "Traceback\n<b>boom</b> 50% {}"}
-    for r, repeats in ((ok, (1000.0, 3000.0, 2000.0)), (bad, (None,))):
-        for k, first in enumerate(repeats):
-            d = run / "cells" / r["cell"]
-            d.mkdir(parents=True, exist_ok=True)
-            (d / f"r{k}.json").write_text(json.dumps({**r, "repeat": k, "first_epoch_throughput": first}))
-    return run
+    results = [{**ok, "repeat": k, "first_epoch_throughput": first} for k, first in enumerate((1000.0, 3000.0, 2000.0))]
+    results.append({**bad, "repeat": 0, "first_epoch_throughput": None})
+    return _write_run(run, "cpu", {"hostname": "<host>&_%", "cpu": {"model": "x", "cores": 2}}, results,
+                      profile="full")
 
 
 def test_repeats_are_summarised_by_median_and_range(tmp_path):
@@ -36,13 +56,145 @@ def test_html_and_latex_escape_everything_from_a_run(tmp_path):
     run = _fixture_run(tmp_path)
     report.render([run])
     html = (run / "report" / "report.html").read_text()
-    assert "<script>" not in html and "&lt;script&gt;x_y&lt;/script&gt;" in html
+    assert "<script>x_y" not in html and "&lt;script&gt;x_y&lt;/script&gt;" in html
     assert "&lt;b&gt;boom&lt;/b&gt;" in html and "&lt;host&gt;&amp;_%" in html
     tex = (run / "report" / "report.tex").read_text()
-    assert r"100\% of <script>x\_y</script> \& \$HOME" in tex
+    assert r"100\% of \textless{}script\textgreater{}x\_y\textless{}/script\textgreater{} \& \$HOME" in tex
     assert "1 cell run(s) did not finish ok" in tex
 
 
-def test_latex_escape_covers_every_special_character():
-    assert report.latex_escape(r"a_b&c%d$e#f{g}h~i^j\k") == (
-        r"a\_b\&c\%d\$e\#f\{g\}h\textasciitilde{}i\textasciicircum{}j\textbackslash{}k")
+def test_latex_escape_covers_every_special_character_and_non_ascii():
+    assert report.latex_escape(r"a_b&c%d$e#f{g}h~i^j\k<l>m|n") == (
+        r"a\_b\&c\%d\$e\#f\{g\}h\textasciitilde{}i\textasciicircum{}j\textbackslash{}k\textless{}l\textgreater{}m"
+        r"\textbar{}n")
+    assert report.latex_escape("Intel® Xeon® – café 5×, 中") == r"Intel(R) Xeon(R) -- cafe 5$\times$, ?"
+
+
+# --- two hosts: the real quick run (CPU) and a smaller made-up CUDA run -------------------------------------------
+
+def _cuda_results(quick: list[dict]) -> list[dict]:
+    """The GCN cells only (so scaling and operator claims are `not measured`), with energy and device memory as
+    NVML would give them, and one cell of every other status."""
+    out = []
+    for r in copy.deepcopy(quick):
+        if r["kind"] == "model" and r["model"] == "gcn":
+            r.update(platform="cuda", peak_device_memory_mb=812.0, peak_rss_mb=2100.0, mean_power_w=61.5,
+                     energy_j=240.0, samples_per_joule=2708 * 50 / 240.0, telemetry_source="nvml")
+            out.append(r)
+    base = {"kind": "model", "model": "gru", "framework": "mindspore", "amp": "off", "devices": 1,
+            "platform": "cuda", "repeat": 0}
+    out.append({**base, "cell": "model/gru/mindspore/graph/amp-off/1dev", "mode": "graph", "status": "failed",
+                "reason": "exit code 1: CUDA out of memory", "log_tail": "Traceback ...\nRuntimeError: OOM"})
+    out.append({**base, "cell": "model/gru/mindspore/pynative/amp-off/1dev", "mode": "pynative",
+                "status": "timeout", "reason": "timed out after 3600 s", "log_tail": "epoch 3 ..."})
+    out.append({**base, "cell": "model/gru/mindspore/graph/amp-O3/1dev", "mode": "graph", "amp": "O3",
+                "status": "skipped", "reason": "MindSpore O3 is not supported on this GPU"})
+    return out
+
+
+@pytest.fixture(scope="module")
+def two_hosts(tmp_path_factory):
+    quick = json.loads(FIXTURE.read_text())
+    root = tmp_path_factory.mktemp("report")
+    cpu = _write_run(root / "cpu", "cpu", {"hostname": "ci", "cpu": {"model": "Intel(R) Xeon(R)", "cores": 2},
+                                           "packages": {"torch": "2.13.0+cpu", "mindspore": "2.10.0"}}, quick)
+    cuda = _write_run(root / "cuda", "cuda", {"hostname": "v100-box", "nvidia": {"gpus": [{"name": "Tesla V100"}],
+                                                                                 "driver": "535"}},
+                      _cuda_results(quick))
+    html_path = report.render([cpu, cuda], root / "out")
+    return root / "out", html_path.read_text(), report.collect([cpu, cuda])
+
+
+def test_every_cell_kind_and_status_reaches_the_report(two_hosts):
+    out, html, data = two_hosts
+    kinds = {(r["host"], r["kind"]) for r in data["rows"]}
+    assert {("cpu", "model"), ("cpu", "scaling"), ("cpu", "operator"), ("cuda", "model")} <= kinds
+    assert [h["label"] for h in data["hosts"]] == ["cpu", "cuda"]
+    for status, reason in (("failed", "CUDA out of memory"), ("timeout", "timed out after 3600 s"),
+                           ("skipped", "MindSpore O3 is not supported on this GPU")):
+        assert f'status-{status}">{status}</span>' in html and reason in html
+    assert "3 cell run(s) did not finish ok (1 failed, 1 skipped, 1 timeout)" in html
+
+
+def test_every_verdict_is_rendered_with_its_evidence(two_hosts):
+    _, html, data = two_hosts
+    verdicts = {c.verdict for claims in data["claims"].values() for c in claims}
+    assert verdicts == {"supported", "contradicted", "mixed", "not measured"}
+    for v in verdicts:
+        assert f"verdict-{v.replace(' ', '-')}" in html
+    # the CUDA host has no scaling cell: C5 says so rather than guessing
+    c5 = next(c for c in data["claims"]["cuda"] if c.id == "C5")
+    assert c5.verdict == "not measured" and c5.reason in unescape(html)
+
+
+def test_table1_has_a_column_group_per_host_and_memory_and_power(two_hosts):
+    _, html, data = two_hosts
+    assert '<th class="group" colspan="5">cpu</th><th class="group" colspan="5">cuda</th>' in html
+    gcn = next(line for line in data["table1"] if line["model"] == "gcn" and line["framework"] == "pytorch"
+               and line["mode"] == "eager" and line["amp"] == "off")
+    assert set(gcn["by_host"]) == {"cpu", "cuda"}
+    assert gcn["by_host"]["cuda"]["peak_device_memory_mb"]["median"] == 812.0
+    assert ">812<" in html and "61.5" in html
+
+
+def test_time_to_target_shows_the_papers_ratios(two_hosts):
+    _, html, data = two_hosts
+    paper = {t["model"]: t["paper_ratio"] for t in data["time_to_target"]["cpu"]}
+    assert paper["resnet50"] == pytest.approx(5.03) and paper["gcn"] == pytest.approx(1 / 1.49)
+    assert ">5.03<" in html and ">0.67<" in html and ">0.47<" in html
+
+
+def test_figures_are_inline_svg_and_pdf_files(two_hosts):
+    out, html, _ = two_hosts
+    for name in ("fig3-cpu", "fig4-cpu", "fig5-cpu", "fig3-cuda", "energy-cuda"):
+        assert (out / "figures" / f"{name}.pdf").stat().st_size > 1000
+        assert re.search(rf'<figure id="{name}"><svg', html), name
+    assert not (out / "figures" / "fig4-cuda.pdf").exists()
+    assert "cuda: not drawn: no multi-device (scaling) cell finished ok" in html
+    assert not re.search(r'(src|href)="(https?:)?//', html)  # self-contained: nothing fetched
+
+
+def test_latex_fragments_are_booktabs_tables(two_hosts):
+    out, _, _ = two_hosts
+    for name in report.TABLES:
+        tex = (out / "tables" / f"{name}.tex").read_text()
+        assert r"\toprule" in tex and r"\bottomrule" in tex, name
+    assert r"\multicolumn{4}{c}{cpu}" in (out / "tables" / "table1.tex").read_text()
+
+
+def _tool(name: str) -> str:
+    path = shutil.which(name)
+    if path is None:
+        if IN_CI:
+            pytest.fail(f"{name} is not installed: CI installs it with tools/install_system_packages.sh")
+        pytest.skip(f"{name} is not installed (tools/install_system_packages.sh installs it)")
+    return path
+
+
+def test_report_tex_compiles_with_pdflatex(two_hosts, tmp_path):
+    pdflatex = _tool("pdflatex")
+    out, _, _ = two_hosts
+    shutil.copytree(out, tmp_path / "r")
+    for _ in range(2):  # longtable settles its column widths on the second pass
+        done = subprocess.run([pdflatex, "-interaction=nonstopmode", "-halt-on-error", "report.tex"],
+                              cwd=tmp_path / "r", capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stdout[-3000:]
+    assert (tmp_path / "r" / "report.pdf").stat().st_size > 10_000
+    assert "LaTeX Warning: File" not in done.stdout  # every figure PDF was found
+
+
+def test_report_html_loads_in_headless_chromium_without_console_messages(two_hosts, tmp_path):
+    chromium = _tool("chromium")
+    out, _, _ = two_hosts
+    done = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                           "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                           f"--user-data-dir={tmp_path / 'profile'}", "--enable-logging=stderr", "--v=0",
+                           "--dump-dom", (out / "report.html").as_uri()],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    console = [line for line in done.stderr.splitlines() if ":CONSOLE" in line or "net::ERR" in line]
+    assert console == []  # the page logs nothing: any line here is a script error or a fetch
+    dom = done.stdout
+    figures = re.findall(r'<figure id="([^"]+)"><svg.*?</svg>', dom, flags=re.S)
+    assert sorted(figures) == ["energy-cuda", "fig3-cpu", "fig3-cuda", "fig4-cpu", "fig5-cpu"]
+    assert all(dom.count(f'id="{f}-') > 5 for f in figures)  # each SVG drawn with its own elements

@@ -1,0 +1,175 @@
+"""The report's figures, drawn with matplotlib from the report's rows: each is saved as a PDF (for LaTeX) and
+returned as inline SVG (for the self-contained HTML page).
+
+    Figure 3  validation metric against wall time, per model, with the target line
+    Figure 4  global throughput and scaling efficiency against the number of devices
+    Figure 5  MindSpore / PyTorch throughput ratio against the operator's parameter count, line at 1
+    Energy    joules per training sample, per model cell, where the platform measured energy
+
+A figure with nothing to draw is not made (the report then says which cells it would need).
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")  # no display: the report renders on servers and in CI
+import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.ticker  # noqa: E402
+
+# One colour per framework and one line style per mode, so a curve reads the same in every figure.
+COLOURS = {"pytorch": "#ee4c2c", "mindspore": "#1f6fb4"}
+STYLES = {"eager": "-", "compile": "-.", "graph": "-", "pynative": ":"}
+AMP_MARKERS = {"off": "o", "O2": "s", "O3": "^"}
+OP_MARKERS = {"conv2d": "o", "linear": "s", "batchnorm2d": "^"}
+DIRECTION_FILL = {"fwd": "none", "fwd+bwd": "full"}
+
+plt.rcParams.update({"font.size": 8, "axes.titlesize": 9, "legend.fontsize": 6.5, "svg.hashsalt": "report",
+                     "svg.fonttype": "none", "pdf.fonttype": 42, "axes.grid": True, "grid.alpha": 0.3})
+
+
+def _label(row: dict[str, Any]) -> str:
+    amp = "" if row["amp"] == "off" else f" AMP {row['amp']}"
+    return f"{row['framework']} {row['mode']}{amp}"
+
+
+def _legend(fig, axes) -> None:
+    """One legend for all panels, right of them, each label once."""
+    handles: dict[str, Any] = {}
+    for ax in axes:
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            handles.setdefault(label, handle)
+    fig.legend(list(handles.values()), list(handles), loc="center left", bbox_to_anchor=(1.0, 0.5), frameon=False)
+
+
+def _finish(fig, folder: Path, name: str) -> dict[str, str]:
+    """Write NAME.pdf into folder and return the figure as inline SVG (XML prolog and fixed ids dropped)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    fig.savefig(folder / f"{name}.pdf", bbox_inches="tight")
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg", bbox_inches="tight")
+    plt.close(fig)
+    svg = buf.getvalue()
+    svg = svg[svg.index("<svg"):]
+    # Several figures share one page: make their element ids unique so their clip paths don't collide.
+    svg = re.sub(r'id="([^"]+)"', rf'id="{name}-\1"', svg)
+    svg = re.sub(r'url\(#([^)]+)\)', rf'url(#{name}-\1)', svg)
+    svg = re.sub(r'xlink:href="#([^"]+)"', rf'xlink:href="#{name}-\1"', svg)
+    return {"name": name, "pdf": f"figures/{name}.pdf", "svg": svg}
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+
+
+def curves(rows: list[dict[str, Any]], host: str, folder: Path) -> dict[str, str] | None:
+    """Figure 3 for one host: one panel per model, one line per (framework, mode, AMP), 1 device."""
+    rows = [r for r in rows if r["host"] == host and r["kind"] == "model" and r.get("curve")]
+    models = sorted({r["model"] for r in rows})
+    if not models:
+        return None
+    fig, axes = plt.subplots(1, len(models), figsize=(2.6 * len(models) + 0.6, 2.4), squeeze=False)
+    for ax, model in zip(axes[0], models, strict=True):
+        mine = [r for r in rows if r["model"] == model]
+        for r in sorted(mine, key=_label):
+            t, v = zip(*r["curve"], strict=True)
+            ax.plot(t, v, STYLES.get(r["mode"], "-"), color=COLOURS.get(r["framework"], "grey"),
+                    marker=AMP_MARKERS.get(r["amp"], "."), markersize=3, linewidth=1, label=_label(r))
+        target = mine[0].get("target")
+        if target is not None:
+            ax.axhline(target, color="black", linewidth=0.8, linestyle="--", label="target")
+        ax.set_title(f"{model} (target {target:g})" if target is not None else model)
+        ax.set_xlabel("wall time (s)")
+        ax.set_ylabel(f"validation {mine[0].get('metric') or 'metric'}")
+    _legend(fig, axes[0])
+    fig.tight_layout()
+    return _finish(fig, folder, f"fig3-{slug(host)}")
+
+
+def scaling(rows: list[dict[str, Any]], host: str, folder: Path) -> dict[str, str] | None:
+    """Figure 4 for one host: global throughput and efficiency against devices, per model and framework setting.
+    The 1-device point is the model cell of the same setting (efficiency 1 by definition)."""
+    scal = [r for r in rows if r["host"] == host and r["kind"] == "scaling" and r["global_throughput"] is not None]
+    if not scal:
+        return None
+    series: dict[tuple, list[tuple[int, float, float]]] = {}
+    for r in scal:
+        series.setdefault((r["model"], r["framework"], r["mode"], r["amp"]), []).append(
+            (r["devices"], r["global_throughput"], r["efficiency"]))
+    for r in rows:
+        key = (r["model"], r["framework"], r["mode"], r["amp"])
+        if r["host"] == host and r["kind"] == "model" and r["devices"] == 1 and key in series \
+                and r["other_epochs"]["median"] is not None:
+            series[key].append((1, r["other_epochs"]["median"], 1.0))
+    fig, (left, right) = plt.subplots(1, 2, figsize=(6.4, 2.4))
+    devices = set()
+    for (model, fw, mode, amp), pts in sorted(series.items()):
+        pts.sort()
+        devices.update(p[0] for p in pts)
+        label = f"{model}: {fw} {mode}" + ("" if amp == "off" else f" AMP {amp}")
+        kw = {"color": COLOURS.get(fw, "grey"), "linestyle": STYLES.get(mode, "-"),
+              "marker": AMP_MARKERS.get(amp, "o"), "markersize": 3, "linewidth": 1, "label": label}
+        left.plot([p[0] for p in pts], [p[1] for p in pts], **kw)
+        right.plot([p[0] for p in pts], [p[2] if p[2] is not None else float("nan") for p in pts], **kw)
+    unit = next((r["unit"] for r in scal if r.get("unit")), "samples/s")
+    left.set(xlabel="devices", ylabel=f"global throughput ({unit})", title="throughput")
+    right.set(xlabel="devices", ylabel="efficiency", title="scaling efficiency", ylim=(0, 1.1))
+    right.axhline(1.0, color="black", linewidth=0.8, linestyle="--")
+    for ax in (left, right):
+        ax.set_xticks(sorted(devices))
+    right.legend(loc="center left", bbox_to_anchor=(1.02, 0.5), frameon=False)
+    fig.tight_layout()
+    return _finish(fig, folder, f"fig4-{slug(host)}")
+
+
+def operator_ratios(ratios: list[dict[str, Any]], host: str, folder: Path) -> dict[str, str] | None:
+    """Figure 5 for one host: per operator, MindSpore GRAPH / PyTorch eager throughput against parameters (log x);
+    hollow markers forward only, filled forward+backward; PYNATIVE in grey."""
+    mine = [e for e in ratios if e["host"] == host and (e["ratio_graph"] or e["ratio_pynative"])]
+    ops = sorted({e["op"] for e in mine})
+    if not ops:
+        return None
+    fig, axes = plt.subplots(1, len(ops), figsize=(2.4 * len(ops) + 0.6, 2.4), squeeze=False, sharey=True)
+    for ax, op in zip(axes[0], ops, strict=True):
+        for (mode, colour) in (("graph", COLOURS["mindspore"]), ("pynative", "#999999")):
+            for direction, fill in DIRECTION_FILL.items():
+                pts = sorted((e["params"], e[f"ratio_{mode}"]) for e in mine
+                             if e["op"] == op and e["direction"] == direction and e[f"ratio_{mode}"])
+                if pts:
+                    ax.plot([p[0] for p in pts], [p[1] for p in pts], linestyle="none",
+                            marker=OP_MARKERS.get(op, "o"), fillstyle=fill, color=colour, markersize=4,
+                            label=f"MindSpore {mode}, {direction}")
+        ax.axhline(1.0, color="black", linewidth=0.8, linestyle="--")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        for axis in (ax.xaxis, ax.yaxis):  # label the decades only: minor labels overlap on narrow panels
+            axis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+        ax.set(title=op, xlabel="parameters")
+    axes[0][0].set_ylabel("MindSpore / PyTorch throughput")
+    _legend(fig, axes[0])
+    fig.tight_layout()
+    return _finish(fig, folder, f"fig5-{slug(host)}")
+
+
+def energy(rows: list[dict[str, Any]], host: str, folder: Path) -> dict[str, str] | None:
+    """Joules per training sample (energy over the cell / samples trained) per model cell with a measured energy."""
+    mine = [r for r in rows if r["host"] == host and r["kind"] in ("model", "scaling")
+            and r.get("samples_per_joule", {}).get("median")]
+    if not mine:
+        return None
+    mine.sort(key=lambda r: (r["model"], r["framework"], r["mode"], r["amp"], r["devices"]))
+    names = [f"{r['model']} {_label(r)}" + (f" {r['devices']}dev" if r["devices"] != 1 else "") for r in mine]
+    values = [1.0 / r["samples_per_joule"]["median"] for r in mine]
+    fig, ax = plt.subplots(figsize=(6.4, 0.22 * len(mine) + 0.8))
+    ax.barh(range(len(mine)), values, color=[COLOURS.get(r["framework"], "grey") for r in mine])
+    ax.set_yticks(range(len(mine)), names)
+    ax.invert_yaxis()
+    ax.set_xscale("log")
+    ax.set_xlabel("energy per training sample (J)")
+    fig.tight_layout()
+    return _finish(fig, folder, f"energy-{slug(host)}")
