@@ -10,9 +10,10 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 import traceback
 
-from harness import eventlog, scenarios
+from harness import eventlog, scenarios, telemetry
 from harness.context import CellContext
 from harness.errors import Unsupported
 from harness.frameworks import backend as load_backend
@@ -40,10 +41,17 @@ def main(spec_path: str) -> int:
         os.dup2(log, 2)
     ctx = CellContext(cell=cell, platform=spec["platform"], repeat=spec["repeat"], data_folder=spec["data_folder"],
                       synthetic=spec["synthetic"], rank=rank, local_rank=local_rank, world_size=world)
-    events = eventlog.EventLog(rank_path(spec["events"], rank, world))
+    events_path = rank_path(spec["events"], rank, world)
+    events = eventlog.EventLog(events_path)
+    t_events0 = time.perf_counter() - events.elapsed()  # the event log's clock origin on the sampler's clock
+    # Telemetry samples this process (this rank) from before the framework's set-up to after the scenario.
+    sampler = telemetry.for_platform(ctx.platform, ctx.local_rank)
+    if sampler is not None:
+        sampler.start()
     events.log("init_start", event_type=eventlog.START, cell=cell.id, repeat=ctx.repeat, rank=rank)
     scenario = scenarios.for_kind(cell.kind)
     out: dict = {"process_env": spec.get("process_env", {}), "rank": rank, "world_size": world}
+    framework_peak, framework_why = None, None
     try:
         if scenario is None:
             raise Unsupported(f"no scenario measures '{cell.kind}' cells yet")
@@ -52,13 +60,33 @@ def main(spec_path: str) -> int:
         out["versions"] = backend.versions()
         events.log("init_stop", event_type=eventlog.END)
         out.update(scenario.run(ctx, backend, events))
+        framework_peak, framework_why = telemetry.framework_peak(backend, ctx)
         out["status"] = "ok"
     except Unsupported as e:
         out.update(status="skipped", reason=str(e))
     finally:
         events.close()
+        recording = sampler.stop() if sampler is not None else None
+    if out.get("status") == "ok":
+        out.update(_telemetry(recording, events_path, out, cell, t_events0, framework_peak, framework_why))
     write_json_atomic(rank_path(spec["child_result"], rank, world), out)
     return 0
+
+
+def _telemetry(recording, events_path, out, cell, t_events0, framework_peak, framework_why) -> dict:
+    """The result's telemetry keys; a failure here is recorded, it never fails a cell that was measured."""
+    try:
+        keys = telemetry.summarise(recording, eventlog.read(events_path), out, cell.kind, cell.spec, t_events0,
+                                   framework_peak)
+    except Exception as e:  # noqa: BLE001 - the cell's measurements stand without telemetry
+        return {"telemetry": {"error": f"{type(e).__name__}: {e}"[:300]},
+                "framework_peak_memory_mb": framework_peak}
+    details = keys.setdefault("telemetry", {})
+    if recording is None:
+        details["disabled"] = "HARNESS_TELEMETRY=off"
+    if framework_why:
+        details["framework_peak_unavailable"] = framework_why
+    return keys
 
 
 if __name__ == "__main__":

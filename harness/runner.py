@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import data as datasets
-from harness import envinfo, eventlog, platforms, scenarios
+from harness import envinfo, eventlog, platforms, scenarios, telemetry
 from harness.errors import HarnessError
 from harness.frameworks import backend as load_backend
 from harness.matrix import Cell, Matrix
@@ -161,7 +161,9 @@ def _base(cell: Cell, repeat: int, platform: str, synthetic: bool) -> dict[str, 
             # The results contract's keys are present in every result; what a kind does not measure stays null.
             "metric": cell.spec.get("metric"), "target": cell.spec.get("target"), "best_metric": None,
             "test_metric": None, "time_to_target_s": None, "first_epoch_throughput": None,
-            "mean_throughput_other_epochs": None, "throughput_unit": cell.spec.get("throughput_unit"), "curve": []}
+            "mean_throughput_other_epochs": None, "throughput_unit": cell.spec.get("throughput_unit"), "curve": [],
+            # Telemetry (peak memory, energy, power): null until a child that ran measures them.
+            **telemetry.null_keys()}
 
 
 def _run_child(store: RunStore, cell: Cell, repeat: int, platform: str, folders: dict, synthetic: bool) -> dict:
@@ -237,6 +239,7 @@ def _collect_ranks(store: RunStore, cell: Cell, repeat: int, result: dict, rc: i
         p.unlink()
     if rc == 0 and len(children) == cell.devices and all(children.values()):
         result.update(children[0])
+        result.update(telemetry.merge_ranks(children))  # every rank sampled its own process and device
         shas = {c.get("state_sha256") for c in children.values()}
         result["params_identical_across_ranks"] = len(shas) == 1 and None not in shas
     else:

@@ -82,6 +82,19 @@ def synchronize(ctx) -> None:
     ms.runtime.synchronize()
 
 
+def peak_memory_mb(ctx) -> float | None:
+    """MindSpore's runtime memory statistics: the peak its device memory pool allocated, in MB, on GPU and
+    Ascend (mindspore.runtime.max_memory_allocated; mindspore.hal before 2.5). None on CPU, where the
+    statistics stay 0 because CPU kernels do not allocate from that pool."""
+    if ctx.platform == "cpu":
+        return None
+    import mindspore as ms
+
+    runtime = getattr(ms, "runtime", None)
+    stat = getattr(runtime, "max_memory_allocated", None) or ms.hal.max_memory_allocated
+    return stat() / 2**20
+
+
 def versions() -> dict[str, Any]:
     import mindspore as ms
 

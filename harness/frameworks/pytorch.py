@@ -90,6 +90,18 @@ def synchronize(ctx) -> None:
     # CPU ops run synchronously in eager mode.
 
 
+def peak_memory_mb(ctx) -> float | None:
+    """PyTorch's own peak allocation on the cell's device, in MB (torch.cuda / torch.npu
+    max_memory_allocated); None on CPU, where PyTorch keeps no such count."""
+    import torch
+
+    if ctx.platform == "cuda":
+        return torch.cuda.max_memory_allocated(device(ctx)) / 2**20
+    if ctx.platform == "ascend":
+        return torch.npu.max_memory_allocated(device(ctx)) / 2**20
+    return None
+
+
 def versions() -> dict[str, Any]:
     import torch
 
