@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from harness.frameworks.pytorch import autocast, compiled, grad_scaler, layer_count, parameter_count
+from harness.frameworks.pytorch import compiled, layer_count, mixed_precision, parameter_count
 from harness.frameworks.pytorch import device as device_of
 from harness.models.gcn import accuracy, init_weights
 
@@ -56,12 +56,13 @@ class Workload:
         self.idx_np = {s: data[f"{s}_idx"] for s in ("train", "val", "test")}
         weights = init_weights(ctx.seed, data["features"].shape[1], hp["hidden"], data["num_classes"])
         self.net = GCN(weights, hp["dropout"]).to(dev)
-        self.run_net = compiled(ctx, self.net)
         self.weight_decay = hp["weight_decay"]
         self.ctx = ctx
-        self.scaler = grad_scaler(ctx)
         self.opt = torch.optim.Adam(self.net.parameters(), lr=hp["lr"], betas=(hp["adam_beta1"], hp["adam_beta2"]),
                                     eps=hp["adam_eps"], weight_decay=0.0)
+        # AMP (autocast + GradScaler, or apex O2 on Ascend) sees the bare model, before torch.compile.
+        self.net, self.opt, self.amp = mixed_precision(ctx, self.net, self.opt)
+        self.run_net = compiled(ctx, self.net)
 
     def _loss(self, logits: torch.Tensor) -> torch.Tensor:
         ce = F.cross_entropy(logits[self.train_idx], self.labels[self.train_idx])
@@ -70,11 +71,10 @@ class Workload:
     def train_epoch(self) -> float:
         self.net.train()
         self.opt.zero_grad(set_to_none=True)
-        with autocast(self.ctx):
+        with self.amp.autocast():
             loss = self._loss(self.run_net(self.x, self.adj).float())
-        self.scaler.scale(loss).backward()
-        self.scaler.step(self.opt)
-        self.scaler.update()
+        self.amp.backward(loss)
+        self.amp.step()
         return loss.item()
 
     def probe_forward(self) -> np.ndarray:

@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from harness.frameworks.pytorch import autocast, compiled, grad_scaler, layer_count, parameter_count
+from harness.frameworks.pytorch import compiled, layer_count, mixed_precision, parameter_count
 from harness.frameworks.pytorch import device as device_of
 from harness.models.gru import PAD, Corpus, bleu, greedy_decode, init_weights
 
@@ -68,10 +68,11 @@ class Workload:
         w = init_weights(ctx.seed, len(self.corpus.src_vocab), len(self.corpus.tgt_vocab), hp["embedding"],
                          hp["hidden"])
         self.net = Seq2Seq(w).to(self.dev)
-        self.train_net = compiled(ctx, self.net)  # torch.compile'd training forward in compile mode
         self.opt = torch.optim.Adam(self.net.parameters(), lr=hp["lr"], betas=(hp["adam_beta1"], hp["adam_beta2"]),
                                     eps=hp["adam_eps"], weight_decay=0.0)
-        self.scaler = grad_scaler(ctx)
+        # AMP (autocast + GradScaler, or apex O2 on Ascend) sees the bare model, before torch.compile.
+        self.net, self.opt, self.amp = mixed_precision(ctx, self.net, self.opt)
+        self.train_net = compiled(ctx, self.net)  # torch.compile'd training forward in compile mode
 
     def _tensors(self, arrays) -> list[torch.Tensor]:
         return [torch.from_numpy(a).long().to(self.dev) for a in arrays]
@@ -80,16 +81,11 @@ class Workload:
         src, last, tgt_in, tgt_out = self._tensors(arrays)
         self.net.train()
         self.opt.zero_grad(set_to_none=True)
-        if amp:
-            with autocast(self.ctx):
-                loss = masked_ce(self.train_net(src, last, tgt_in), tgt_out)
-        else:
+        with self.amp.autocast(enabled=amp):
             loss = masked_ce(self.train_net(src, last, tgt_in), tgt_out)
-        self.scaler.scale(loss).backward()
-        self.scaler.unscale_(self.opt)
-        torch.nn.utils.clip_grad_norm_(self.net.parameters(), self.clip)
-        self.scaler.step(self.opt)
-        self.scaler.update()
+        self.amp.backward(loss)
+        self.amp.clip_(self.net.parameters(), self.clip)
+        self.amp.step()
         return loss.detach()
 
     def train_epoch(self) -> float:
@@ -119,12 +115,12 @@ class Workload:
 
         @torch.no_grad()
         def encode_fn(src, last):
-            with autocast(self.ctx):
+            with self.amp.autocast():
                 return self.net.encode(*self._tensors((src, last)))
 
         @torch.no_grad()
         def step_fn(tokens, h):
-            with autocast(self.ctx):
+            with self.amp.autocast():
                 logits, h = self.net.decode(self._tensors((tokens,))[0].unsqueeze(1), h)
             return logits[:, 0].float().cpu().numpy(), h
 

@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from harness.frameworks.pytorch import autocast, compiled, data_parallel, grad_scaler, layer_count, parameter_count
+from harness.frameworks.pytorch import compiled, data_parallel, layer_count, mixed_precision, parameter_count
 from harness.frameworks.pytorch import device as device_of
 from harness.models.resnet50 import (
     PROBE_LR,
@@ -87,9 +87,6 @@ class Workload:
         self.epoch = 0
         self.net = ResNet50(data["num_classes"], hp["bn_momentum_pt"], hp["bn_eps"]).to(self.dev)
         load_weights(self.net, init_weights(ctx.seed, data["num_classes"]))
-        # DDP over the ranks (the module itself with one), torch.compile'd in compile mode.
-        self.train_net = compiled(ctx, data_parallel(ctx, self.net))
-        self.eval_net = compiled(ctx, self.net)  # evaluation needs no gradient all-reduce
         named = dict(self.net.named_parameters())
         decay = [p for n, p in named.items() if decays(n)]
         no_decay = [p for n, p in named.items() if not decays(n)]
@@ -99,7 +96,11 @@ class Workload:
         steps = self.n_train // (self.batch * ctx.world_size)
         self.lrs = lr_schedule(hp["lr"], hp["warmup_epochs"], ctx.cell.spec["epochs"], steps)
         self.step_no = 0
-        self.scaler = grad_scaler(ctx)
+        # AMP (autocast + GradScaler, or apex O2 on Ascend) sees the bare model, before DDP and torch.compile.
+        self.net, self.opt, self.amp = mixed_precision(ctx, self.net, self.opt)
+        # DDP over the ranks (the module itself with one), torch.compile'd in compile mode.
+        self.train_net = compiled(ctx, data_parallel(ctx, self.net))
+        self.eval_net = compiled(ctx, self.net)  # evaluation needs no gradient all-reduce
         probe_test, probe_x, probe_y = probe_batches(data)
         self.probe_test = torch.from_numpy(probe_test).to(self.dev)
         self.probe_x = torch.from_numpy(probe_x).to(self.dev)
@@ -110,11 +111,10 @@ class Workload:
             group["lr"] = lr
         self.opt.zero_grad(set_to_none=True)
         if amp:
-            with autocast(self.ctx):
+            with self.amp.autocast():
                 loss = F.cross_entropy(self.train_net(x).float(), y)
-            self.scaler.scale(loss).backward()
-            self.scaler.step(self.opt)
-            self.scaler.update()
+            self.amp.backward(loss)
+            self.amp.step()
         else:
             loss = F.cross_entropy(self.train_net(x), y)
             loss.backward()
@@ -137,7 +137,7 @@ class Workload:
         'val' and 'test' both use the test set (as is usual for CIFAR-10)."""
         self.net.eval()
         preds = []
-        with torch.no_grad(), autocast(self.ctx):
+        with torch.no_grad(), self.amp.autocast():
             for x, valid in eval_batches(self.data, self.n_eval, self.batch):
                 preds.append(self.eval_net(torch.from_numpy(x).to(self.dev)).argmax(1)[:valid].cpu().numpy())
         return accuracy(np.concatenate(preds), self.data["test_y"][:self.n_eval])
