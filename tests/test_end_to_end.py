@@ -32,6 +32,7 @@ def test_every_quick_gcn_cell_is_ok_and_reaches_the_target(quick_run):
     for r in results:
         assert CONTRACT <= set(r), CONTRACT - set(r)
         assert r["status"] == "ok" and r["reason"] is None
+        assert r["peak_rss_mb"] > 0 and r["telemetry_source"] in ("psutil", "psutil+rapl"), r["cell"]  # telemetry
         assert r["synthetic"] is (not REAL)
         assert r["time_to_target_s"] is not None and 0 < r["time_to_target_s"] < r["curve"][-1][0] + 1e-9
         assert r["first_epoch_throughput"] > 0 and r["mean_throughput_other_epochs"] > 0
