@@ -303,6 +303,26 @@ def test_nvml_finds_a_gpu_by_uuid_prefix(monkeypatch):
     assert src.meta["uuid"].startswith("GPU-2f1e") and src.read()["device_memory_mb"] >= 1024
 
 
+def test_framework_peak_memory_from_each_back_end(monkeypatch):
+    import mindspore
+    import torch
+
+    from harness.frameworks import mindspore as ms_backend
+    from harness.frameworks import pytorch as pt_backend
+
+    def ctx(platform):
+        return SimpleNamespace(platform=platform, local_rank=1)
+
+    seen = []
+    monkeypatch.setattr(torch.cuda, "max_memory_allocated", lambda d: seen.append(d) or 3 * 2**30)
+    assert pt_backend.peak_memory_mb(ctx("cuda")) == 3072 and str(seen[0]) == "cuda:1"
+    assert pt_backend.peak_memory_mb(ctx("cpu")) is None, "PyTorch keeps no CPU peak: null, not 0"
+    monkeypatch.setattr(mindspore.runtime, "max_memory_allocated", lambda: 5 * 2**30)
+    assert ms_backend.peak_memory_mb(ctx("ascend")) == 5120
+    assert ms_backend.peak_memory_mb(ctx("cpu")) is None, "MindSpore's statistics stay 0 on CPU"
+    assert telemetry.framework_peak(SimpleNamespace(NAME="x"), ctx("cpu"))[1].endswith("has no peak_memory_mb")
+
+
 def test_ascend_sampler_integrates_npu_smi_power(monkeypatch):
     table = fixture("910b3_info.txt")
     src = npusmi.NpuSmiSource(0, pid=3121987, min_interval_s=0.02, run=_npu_runner(table))

@@ -6,7 +6,8 @@ per-process figure is recorded too where the driver shows this process, which it
 containers' PID namespaces), power draw, the board's cumulative energy counter (Volta and newer; the
 energy then comes from the counter instead of integrating the power samples) and GPU utilisation.
 A query the GPU does not support (NVML_ERROR_NOT_SUPPORTED, e.g. power on some boards) is asked once
-and then left out: its value is None, never 0.
+and then left out: its value is None, never 0. MIG instances are not sampled (NVML reports their
+memory but not their power); a MIG UUID in CUDA_VISIBLE_DEVICES leaves the source unavailable.
 """
 
 from __future__ import annotations
