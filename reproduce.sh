@@ -201,7 +201,6 @@ image="${image:-ms-pt-harness:$platform}"
 need_build="$build"
 if [ "$need_build" = 0 ] && ! "$engine" image inspect "$image" > /dev/null 2>&1; then
   need_build=1  # the images are not published: a missing one is built here
-  [ "$dry" = 1 ] || echo "reproduce.sh: no image $image here: building it from ${dockerfile##*/}" >&2
 fi
 lock="$here/requirements/$platform.txt"
 if [ "$need_build" = 1 ] && grep -q '^# LOCK-INCOMPLETE' "$lock"; then
@@ -209,6 +208,10 @@ if [ "$need_build" = 1 ] && grep -q '^# LOCK-INCOMPLETE' "$lock"; then
   fix="run python3 tools/lock_requirements.py --only $platform on a host that reaches that index"
   [ "$dry" = 1 ] || die "cannot build $image: ${lock#"$here"/} is incomplete ($why); $fix, or pass --image REF"
   echo "# ${lock#"$here"/} is incomplete ($why): first $fix" >&2
+fi
+base="$(sed -n 's/^ARG BASE_IMAGE=//p' "$dockerfile" | head -1)"
+if [ "$need_build" = 1 ] && [ "${base#*@sha256:}" = "$base" ]; then
+  echo "# warning: ${dockerfile##*/} names its base $base by tag only; tools/pin_base_images.sh pins its digest" >&2
 fi
 revision="$(git -C "$here" rev-parse HEAD 2> /dev/null || echo unknown)"
 build_cmd=("$engine" build -f "$dockerfile" -t "$image" --build-arg "REVISION=$revision" "$here")
@@ -230,6 +233,9 @@ case "$platform" in
     # As the CANN image documentation runs it: each NPU, the management devices, the host's driver
     # libraries and npu-smi (read-only); host network for HCCL across servers.
     for d in "${npus[@]}"; do common+=(--device "$d"); done
+    # The driver's device files belong to the HwHiAiUser group; keep it for the non-root user.
+    hw_gid="$(getent group HwHiAiUser 2> /dev/null | cut -d: -f3 || true)"
+    [ -z "$hw_gid" ] || common+=(--group-add "$hw_gid")
     common+=(--device /dev/davinci_manager --device /dev/devmm_svm --device /dev/hisi_hdc
              -v /usr/local/dcmi:/usr/local/dcmi:ro
              -v /usr/local/bin/npu-smi:/usr/local/bin/npu-smi:ro
@@ -261,6 +267,7 @@ if [ "$dry" = 1 ]; then
 fi
 
 if [ "$need_build" = 1 ]; then
+  echo "reproduce.sh: building $image from ${dockerfile##*/}" >&2
   "${build_cmd[@]}" || die "building $image from ${dockerfile##*/} failed (see $engine_name's output above)"
 fi
 mkdir -p "$out"

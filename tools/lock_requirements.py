@@ -161,7 +161,7 @@ def resolve(pip: Path, header: list[str], reqs: list[str], constraints: list[str
         m = re.match(r"torch\s*==\s*([^\s;#+]+)\s*(#.*)?$", req)
         if m and torch_build:
             version = m.group(1)
-            local = any(d.glob(f"torch-{version}+{torch_build}-*.whl") for d in wheel_dirs)
+            local = any(next(d.glob(f"torch-{version}+{torch_build}-*.whl"), None) for d in wheel_dirs)
             if unreachable and not local:
                 incomplete = (f"torch=={version}+{torch_build} has no hashes here ({', '.join(unreachable)} was "
                               "unreachable and no local copy of the wheel exists)")
@@ -179,7 +179,8 @@ def resolve(pip: Path, header: list[str], reqs: list[str], constraints: list[str
         sys.exit(f"pip resolve failed:\n{proc.stdout}\n{proc.stderr}")
     install = json.loads(report.read_text())["install"]
     if incomplete:  # resolved against PyPI's torch: drop what only that (CUDA) build needs
-        install = [i for i in install if not PYPI_TORCH_ONLY.match(canonical(i["metadata"]["name"]))]
+        install = [i for i in install
+                   if i.get("requested") or not PYPI_TORCH_ONLY.match(canonical(i["metadata"]["name"]))]
     return install, incomplete
 
 

@@ -1,0 +1,238 @@
+"""reproduce.sh: the commands it prints and the one-line errors it gives. No container engine, GPU or
+NPU is needed: a fake /dev (HARNESS_DEV_DIR) and fake docker/podman scripts on PATH stand in."""
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+
+SCRIPT = REPO / "reproduce.sh"
+ASCEND_MOUNTS = ("/usr/local/Ascend/driver/lib64/:/usr/local/Ascend/driver/lib64/:ro",
+                 "/usr/local/bin/npu-smi:/usr/local/bin/npu-smi:ro", "/usr/local/dcmi:/usr/local/dcmi:ro")
+
+
+def _path_without_engines(tmp_path: Path) -> str:
+    """A PATH holding the tools the script needs but no docker or podman."""
+    bin_dir = tmp_path / "sysbin"
+    bin_dir.mkdir(exist_ok=True)
+    for tool in ("bash", "sed", "grep", "git", "date", "id", "sha256sum", "cut", "head", "basename", "dirname",
+                 "mkdir", "cat", "uname", "printf"):
+        found = shutil.which(tool)
+        if found and not (bin_dir / tool).exists():
+            (bin_dir / tool).symlink_to(found)
+    return str(bin_dir)
+
+
+def fake_engine(tmp_path: Path, name: str = "docker", *, answers: bool = True, has_image: bool = True,
+                build_ok: bool = True) -> Path:
+    """A docker/podman stand-in that logs its arguments (tab-separated, one call a line) to calls.log."""
+    bin_dir = tmp_path / "fakebin"
+    bin_dir.mkdir(exist_ok=True)
+    log = tmp_path / "calls.log"
+    script = f"""#!/usr/bin/env bash
+{{ printf '%s\t' "$@"; printf '\n'; }} >> {log}
+case "$1" in
+  info) exit {0 if answers else 1} ;;
+  image) exit {0 if has_image else 1} ;;
+  build) echo "STEP 1/9: FROM base" >&2; exit {0 if build_ok else 1} ;;
+  run) exit 0 ;;
+esac
+exit 0
+"""
+    (bin_dir / name).write_text(script)
+    (bin_dir / name).chmod(0o755)
+    return bin_dir
+
+
+def run(tmp_path: Path, *args, dev: Path | None = None, path: str | None = None, env: dict | None = None):
+    fake_dev = dev if dev is not None else tmp_path / "dev"
+    fake_dev.mkdir(exist_ok=True)
+    full_env = {**os.environ, "HARNESS_DEV_DIR": str(fake_dev), **(env or {})}
+    full_env.pop("CONTAINER_ENGINE", None)
+    if env and "CONTAINER_ENGINE" in env:
+        full_env["CONTAINER_ENGINE"] = env["CONTAINER_ENGINE"]
+    if path is not None:
+        full_env["PATH"] = path
+    return subprocess.run(["bash", str(SCRIPT), *map(str, args)], capture_output=True, text=True, timeout=60,
+                          cwd=tmp_path, env=full_env)
+
+
+def calls(tmp_path: Path) -> list[list[str]]:
+    log = tmp_path / "calls.log"
+    return [line.rstrip("\t").split("\t") for line in log.read_text().splitlines()] if log.exists() else []
+
+
+def one_line_error(proc) -> str:
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode != 0, proc.stdout + proc.stderr
+    assert len(lines) == 1, f"expected one line on stderr, got: {proc.stderr!r}"
+    return lines[0]
+
+
+def test_unknown_platform_is_refused(tmp_path):
+    proc = run(tmp_path, "tpu")
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines()[-1] == "reproduce.sh: unknown platform 'tpu'; choose cpu, cuda or ascend"
+
+
+def test_unknown_option_is_refused(tmp_path):
+    proc = run(tmp_path, "cpu", "--turbo")
+    assert proc.returncode == 2
+    assert "unknown option '--turbo'" in proc.stderr.strip().splitlines()[-1]
+
+
+def test_ascend_dry_run_prints_complete_commands_with_every_device_flag(tmp_path):
+    out = tmp_path / "out"
+    proc = run(tmp_path, "ascend", "--dry-run", "--out", out, "--only", "model/gcn/*")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    run_line = next(line for line in lines if " run " in line and "--platform ascend" in line)
+    for n in range(8):  # no NPU here: the commands show an 8-NPU server, and say so on stderr
+        assert f"--device /dev/davinci{n} " in run_line
+    for flag in ("--device /dev/davinci_manager", "--device /dev/devmm_svm", "--device /dev/hisi_hdc",
+                 *ASCEND_MOUNTS, "--shm-size 16g", f"-v {out}:/results", "ms-pt-harness:ascend run --platform ascend",
+                 "--profile quick", "--out /results", "--only model/gcn/\\*"):
+        assert flag in run_line, flag
+    assert any(line.endswith("ms-pt-harness:ascend report /results") for line in lines)
+    assert any(" build -f " in line and line.split(" build -f ")[1].startswith(f"{REPO}/Dockerfile.ascend")
+               for line in lines), "an image that is not here must be built first"
+    assert "8-NPU" in proc.stderr
+    assert not out.exists(), "--dry-run must not create anything"
+
+
+def test_ascend_dry_run_passes_exactly_the_npus_present(tmp_path):
+    dev = tmp_path / "dev"
+    dev.mkdir()
+    for name in ("davinci0", "davinci3", "davinci_manager"):
+        (dev / name).touch()
+    proc = run(tmp_path, "ascend", "--dry-run", "--out", tmp_path / "o", dev=dev)
+    assert proc.returncode == 0, proc.stderr
+    run_line = next(line for line in proc.stdout.splitlines() if "--platform ascend" in line)
+    assert "--device /dev/davinci0 " in run_line and "--device /dev/davinci3 " in run_line
+    assert "/dev/davinci1 " not in run_line and "/dev/davinci7" not in run_line
+
+
+def test_ascend_without_npus_exits_nonzero_with_one_line(tmp_path):
+    line = one_line_error(run(tmp_path, "ascend"))
+    assert line.startswith("reproduce.sh: no Ascend NPU visible")
+
+
+def test_cuda_without_gpus_exits_nonzero_with_one_line(tmp_path):
+    line = one_line_error(run(tmp_path, "cuda", "--full"))
+    assert line.startswith("reproduce.sh: no NVIDIA GPU visible")
+
+
+def test_cuda_dry_run_docker_uses_gpus_all(tmp_path):
+    bin_dir = fake_engine(tmp_path, "docker")
+    proc = run(tmp_path, "cuda", "--dry-run", "--full", "--out", tmp_path / "o",
+               path=f"{bin_dir}:{_path_without_engines(tmp_path)}")
+    assert proc.returncode == 0, proc.stderr
+    run_line = next(line for line in proc.stdout.splitlines() if "--platform cuda" in line)
+    assert run_line.startswith("docker run ")
+    for flag in ("--gpus all", "--shm-size 16g", "--profile full", "ms-pt-harness:cuda run",
+                 f"-v {tmp_path}/o:/results"):
+        assert flag in run_line, flag
+    assert [c[0] for c in calls(tmp_path)] == ["info", "image"], "a dry run only asks, it runs nothing"
+
+
+def test_cuda_dry_run_podman_uses_cdi_and_keeps_the_users_id(tmp_path):
+    bin_dir = fake_engine(tmp_path, "podman")
+    proc = run(tmp_path, "cuda", "--dry-run", "--out", tmp_path / "o",
+               path=f"{bin_dir}:{_path_without_engines(tmp_path)}")
+    assert proc.returncode == 0, proc.stderr
+    run_line = next(line for line in proc.stdout.splitlines() if "--platform cuda" in line)
+    assert run_line.startswith("podman run ")
+    assert "--device nvidia.com/gpu=all" in run_line and "--userns=keep-id" in run_line
+    assert "--gpus" not in run_line
+
+
+def test_cpu_defaults_to_native_and_container_on_request(tmp_path):
+    native = run(tmp_path, "cpu", "--dry-run", "--out", tmp_path / "o")
+    assert native.returncode == 0, native.stderr
+    assert "-m harness run --platform cpu" in native.stdout and "docker" not in native.stdout
+    container = run(tmp_path, "cpu", "--container", "--dry-run", "--out", tmp_path / "o")
+    assert container.returncode == 0, container.stderr
+    run_line = next(line for line in container.stdout.splitlines() if "--platform cpu" in line)
+    assert "ms-pt-harness:cpu run --platform cpu" in run_line and "--device" not in run_line
+
+
+def test_resume_of_a_folder_from_another_platform_is_refused(tmp_path):
+    out = tmp_path / "earlier"
+    out.mkdir()
+    (out / "run.json").write_text(json.dumps({"schema": 1, "platform": "cpu", "profile": "quick"}, indent=1))
+    dev = tmp_path / "dev"
+    dev.mkdir()
+    (dev / "davinci0").touch()
+    line = one_line_error(run(tmp_path, "ascend", "--resume", "--out", out, "--dry-run", dev=dev))
+    assert "holds a cpu run, not ascend" in line
+    assert json.loads((out / "run.json").read_text())["platform"] == "cpu"  # untouched
+
+
+def test_resume_of_the_same_platform_is_passed_on(tmp_path):
+    out = tmp_path / "earlier"
+    out.mkdir()
+    (out / "run.json").write_text(json.dumps({"platform": "cpu"}))
+    proc = run(tmp_path, "cpu", "--resume", "--out", out, "--dry-run")
+    assert proc.returncode == 0, proc.stderr
+    assert "--resume" in proc.stdout
+
+
+def test_no_container_engine_is_one_line(tmp_path):
+    dev = tmp_path / "dev"
+    dev.mkdir()
+    (dev / "davinci0").touch()
+    line = one_line_error(run(tmp_path, "ascend", "--out", tmp_path / "o", dev=dev,
+                              path=_path_without_engines(tmp_path)))
+    assert line.startswith("reproduce.sh: no container engine")
+
+
+def test_engine_that_does_not_answer_is_no_engine(tmp_path):
+    bin_dir = fake_engine(tmp_path, "docker", answers=False)
+    line = one_line_error(run(tmp_path, "cpu", "--container", "--out", tmp_path / "o",
+                              path=f"{bin_dir}:{_path_without_engines(tmp_path)}"))
+    assert line.startswith("reproduce.sh: no container engine")
+
+
+def test_image_build_failure_ends_with_one_clear_line(tmp_path):
+    bin_dir = fake_engine(tmp_path, "docker", has_image=False, build_ok=False)
+    proc = run(tmp_path, "cpu", "--container", "--out", tmp_path / "o",
+               path=f"{bin_dir}:{_path_without_engines(tmp_path)}")
+    assert proc.returncode == 2
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("reproduce.sh: building ms-pt-harness:cpu from Dockerfile.cpu failed")
+    assert not any(c[0] == "run" for c in calls(tmp_path))
+
+
+def test_container_run_then_report_with_mounts(tmp_path):
+    bin_dir = fake_engine(tmp_path, "docker")
+    out, data = tmp_path / "o", tmp_path / "d"
+    proc = run(tmp_path, "cpu", "--container", "--image", "example/harness:1", "--out", out, "--data-dir", data,
+               path=f"{bin_dir}:{_path_without_engines(tmp_path)}")
+    assert proc.returncode == 0, proc.stderr
+    runs = [c for c in calls(tmp_path) if c[0] == "run"]
+    assert len(runs) == 2
+    harness_run, report = runs
+    assert harness_run[harness_run.index("example/harness:1") + 1:][:3] == ["run", "--platform", "cpu"]
+    assert f"{out}:/results" in harness_run and f"{data}:/data" in harness_run
+    assert report[-3:] == ["example/harness:1", "report", "/results"]
+    assert f"report: {out}/report/report.html" in proc.stdout
+    assert out.is_dir() and data.is_dir()
+
+
+def test_incomplete_lock_blocks_the_build_with_one_line(tmp_path):
+    lock = (REPO / "requirements" / "cuda.txt").read_text()
+    if "# LOCK-INCOMPLETE" not in lock:
+        pytest.skip("requirements/cuda.txt is complete")
+    dev = tmp_path / "dev"
+    dev.mkdir()
+    (dev / "nvidia0").touch()
+    bin_dir = fake_engine(tmp_path, "docker", has_image=False)
+    line = one_line_error(run(tmp_path, "cuda", "--out", tmp_path / "o", dev=dev,
+                              path=f"{bin_dir}:{_path_without_engines(tmp_path)}"))
+    assert "requirements/cuda.txt is incomplete" in line and "tools/lock_requirements.py --only cuda" in line
+    assert not any(c[0] in ("build", "run") for c in calls(tmp_path))
