@@ -236,3 +236,14 @@ def test_incomplete_lock_blocks_the_build_with_one_line(tmp_path):
                               path=f"{bin_dir}:{_path_without_engines(tmp_path)}"))
     assert "requirements/cuda.txt is incomplete" in line and "tools/lock_requirements.py --only cuda" in line
     assert not any(c[0] in ("build", "run") for c in calls(tmp_path))
+
+
+@pytest.mark.parametrize("ci, code", [("", 0), ("true", 1)])
+def test_check_image_without_buildah_says_so_in_one_line(tmp_path, ci, code):
+    """tools/check_image.sh where buildah cannot be had: one line; an error only under CI=true."""
+    env = {**os.environ, "PATH": _path_without_engines(tmp_path), "CI": ci}
+    proc = subprocess.run(["bash", str(REPO / "tools" / "check_image.sh")], capture_output=True, text=True,
+                          timeout=60, env=env, cwd=tmp_path)
+    assert proc.returncode == code, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("check_image: skipped: no buildah debootstrap"), proc.stderr
