@@ -61,5 +61,5 @@ def test_report_renders_html_and_latex_from_the_run(quick_run):
         assert needle in html
     assert ("Synthetic data" in html) is (not REAL)
     table = (quick_run / "report" / "tables" / "table1.tex").read_text()
-    assert table.count(r"\\") == 1 + 8  # header + one row per cell
+    assert table.count(r"\\") == 2 + 8  # two header rows (host group, columns) + one row per cell
     assert r"\begin{tabular}" in (quick_run / "report" / "report.tex").read_text()

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Debian packages the test suite needs beyond Python: pdflatex (report.tex must compile), Chromium (report.html
+# must load without console errors), buildah and debootstrap (the CPU image is built and run). Installs what is
+# missing when run as root with apt-get (CI, a fresh Debian/Ubuntu box); otherwise says what to install.
+set -euo pipefail
+
+need=()
+command -v pdflatex >/dev/null || need+=(texlive-latex-base texlive-latex-recommended texlive-fonts-recommended)
+command -v chromium >/dev/null || need+=(chromium)
+command -v buildah >/dev/null || need+=(buildah)
+command -v debootstrap >/dev/null || need+=(debootstrap)
+[ ${#need[@]} -eq 0 ] && exit 0
+
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  echo "install_system_packages.sh: apt-get install ${need[*]}" >&2
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+else
+  # Not fatal here: the tests that need them skip outside CI and fail in CI (CI=true) with the package's name.
+  echo "install_system_packages.sh: missing Debian packages ${need[*]} (install them as root to run every test)" >&2
+fi
