@@ -61,6 +61,16 @@ def setup(ctx) -> dict[str, Any]:
     ms.set_seed(ctx.seed)
     settings = {"device_target": DEVICE_TARGET[ctx.platform], "device_id": ctx.local_rank,
                 "mode": "GRAPH_MODE" if ctx.cell.mode == "graph" else "PYNATIVE_MODE"}
+    if ctx.world_size == 1:
+        # MindSpore's own thread-to-core binding, which its performance guide recommends. Without it, on the 2-core
+        # CI machine, its runtime threads share a core for seconds at a time and the same Conv2d step takes 12 ms
+        # or 50 ms by turns; bound, 12-13 ms every time. (Several ranks on one host would need disjoint core lists:
+        # left to msrun's defaults.)
+        try:
+            ms.runtime.set_cpu_affinity(True)
+            settings["cpu_affinity"] = True
+        except (RuntimeError, ValueError) as e:  # e.g. a container whose cpuset MindSpore cannot read: run unbound
+            settings["cpu_affinity"] = f"not bound: {e}"
     if ctx.world_size > 1:
         from mindspore.communication import get_group_size, get_rank, init
 
