@@ -14,6 +14,7 @@ A source's slow call (npu-smi runs a program) only delays that source's own thre
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from typing import Any
@@ -78,6 +79,13 @@ class _Poller:
             self.samples.append(((t0 + self.clock()) / 2, values))
 
     def _loop(self) -> None:
+        # Linux: this thread runs only when a core would otherwise idle (SCHED_IDLE), so its wake-ups never preempt
+        # the training threads: with OpenMP using every core, one preempted worker holds up the whole parallel op.
+        # A sample may then come a little late on a saturated host; each carries its own timestamp.
+        try:
+            os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))  # 0: the calling thread
+        except (AttributeError, OSError):
+            pass  # not Linux, or not allowed: sample at normal priority
         due = self.clock() + self.interval_s
         while not self.gave_up and not self._stop.wait(max(0.0, due - self.clock())):
             self.sample()
