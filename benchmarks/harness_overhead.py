@@ -27,6 +27,7 @@ from statistics import median
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from benchmarks.alternate import alternate  # noqa: E402
 from harness import data as datasets  # noqa: E402
 from harness import eventlog, matrix  # noqa: E402
 from harness.context import CellContext  # noqa: E402
@@ -65,14 +66,7 @@ def measure(cell_id: str, profile: str, epochs: int, rounds: int, data_dir: str 
         return (epochs - 1) * workload.samples_per_epoch / (time.perf_counter() - t)
 
     bare_loop()  # process warm-up (thread pools, allocator, kernel caches), not counted
-    out = []
-    for i in range(rounds):
-        # Alternate the order so a drift in machine state does not favour one side.
-        if i % 2:
-            bare_tput, harness_tput = bare_loop(), harness_loop()
-        else:
-            harness_tput, bare_tput = harness_loop(), bare_loop()
-        out.append({"harness": harness_tput, "bare": bare_tput, "ratio": harness_tput / bare_tput})
+    out = [{"harness": h, "bare": b, "ratio": h / b} for h, b in alternate(harness_loop, bare_loop, rounds)]
     return {"cell": cell_id, "rounds": out, "median_ratio": median(r["ratio"] for r in out),
             "unit": cell.spec["throughput_unit"]}
 

@@ -28,6 +28,7 @@ from statistics import median
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from benchmarks.alternate import alternate  # noqa: E402
 from harness import data as datasets  # noqa: E402
 from harness import eventlog, matrix, telemetry  # noqa: E402
 from harness.context import CellContext  # noqa: E402
@@ -72,14 +73,8 @@ def measure(cell_id: str, profile: str, epochs: int, rounds: int, data_dir: str 
             return tput, len(rec["sources"]["psutil"]["samples"]) if rec else 0
 
     run(True)  # process warm-up (thread pools, allocator, kernel caches, graph compilation caches), not counted
-    out = []
-    for i in range(rounds):
-        # Alternate the order so a drift in machine state does not favour one side.
-        if i % 2:
-            (off, _), (on, n) = run(False), run(True)
-        else:
-            (on, n), (off, _) = run(True), run(False)
-        out.append({"with": on, "without": off, "ratio": on / off, "samples": n})
+    out = [{"with": on, "without": off, "ratio": on / off, "samples": n}
+           for (on, n), (off, _) in alternate(lambda: run(True), lambda: run(False), rounds)]
     return {"cell": cell_id, "rounds": out, "median_ratio": median(r["ratio"] for r in out),
             "unit": cell.spec["throughput_unit"]}
 

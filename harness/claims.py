@@ -328,41 +328,38 @@ def _c3(index: dict[str, CellSummary]) -> list[Part]:
             for level in AMP_LEVELS[fw]:
                 amp_id = _model_id(model, fw, mode, level)
                 name = f"{_mname(model)} {FW_NAMES[fw]} AMP {level}"
-                (b, wb), (a, wa) = _lookup(index, base_id), _lookup(index, amp_id)
-                if wb or wa:
-                    parts.append(_missing(name, [w for w in (wa, wb) if w]))
-                    continue
-                tb, ta = b.value("mean_throughput_other_epochs"), a.value("mean_throughput_other_epochs")
-                if not (tb and ta):
-                    parts.append(_missing(name, "no mean throughput of the epochs after the first"))
-                    continue
-                parts.append(_compare(name, [amp_id, base_id], ta / tb, "above",
-                                      f"{_mname(model)} {_setting(fw, mode)} throughput: AMP {level} {_num(ta)} vs "
-                                      f"off {_num(tb)} {b.first.get('throughput_unit') or ''} "
-                                      f"(AMP/off {ta / tb:.2f})"))
+                missing, (ta, tb, unit) = _throughputs(index, name, amp_id, base_id)
+                parts.append(missing or _compare(name, [amp_id, base_id], ta / tb, "above",
+                                                 f"{_mname(model)} {_setting(fw, mode)} throughput: AMP {level} "
+                                                 f"{_num(ta)} vs off {_num(tb)} {unit} (AMP/off {ta / tb:.2f})"))
     return parts
+
+
+def _throughputs(index: dict[str, CellSummary], name: str, a_id: str, b_id: str
+                 ) -> tuple[Part | None, tuple[float, float, str]]:
+    """(None, (a's, b's mean throughput of the epochs after the first, unit)), or (a `not measured` part saying
+    why, (0, 0, "")) when either cell is missing, not ok, or has no such throughput."""
+    (a, why_a), (b, why_b) = _lookup(index, a_id), _lookup(index, b_id)
+    if why_a or why_b:
+        return _missing(name, [w for w in (why_a, why_b) if w]), (0.0, 0.0, "")
+    ta, tb = a.value("mean_throughput_other_epochs"), b.value("mean_throughput_other_epochs")
+    if not (ta and tb):
+        return _missing(name, "no mean throughput of the epochs after the first"), (0.0, 0.0, "")
+    return None, (ta, tb, a.first.get("throughput_unit") or "")
 
 
 def _c4(index: dict[str, CellSummary]) -> list[Part]:
     parts = []
     for model in _models(index):
         pyn_id = _model_id(model, "mindspore", "pynative", "off")
-        pyn, why = _lookup(index, pyn_id)
         for other_fw, other_mode in (("mindspore", "graph"), ("pytorch", BASELINE["pytorch"][0])):
             other_id = _model_id(model, other_fw, other_mode, "off")
             name = f"{_mname(model)} PyNative vs {_setting(other_fw, other_mode)}"
-            other, why_o = _lookup(index, other_id)
-            if why or why_o:
-                parts.append(_missing(name, [w for w in (why, why_o) if w]))
-                continue
-            tp, to = pyn.value("mean_throughput_other_epochs"), other.value("mean_throughput_other_epochs")
-            if not (tp and to):
-                parts.append(_missing(name, "no mean throughput of the epochs after the first"))
-                continue
-            parts.append(_compare(name, [pyn_id, other_id], tp / to, "below",
-                                  f"{_mname(model)} throughput, AMP off: MindSpore PyNative {_num(tp)} vs "
-                                  f"{_setting(other_fw, other_mode)} {_num(to)} "
-                                  f"{pyn.first.get('throughput_unit') or ''} (ratio {tp / to:.2f})"))
+            missing, (tp, to, unit) = _throughputs(index, name, pyn_id, other_id)
+            parts.append(missing or _compare(name, [pyn_id, other_id], tp / to, "below",
+                                             f"{_mname(model)} throughput, AMP off: MindSpore PyNative {_num(tp)} vs "
+                                             f"{_setting(other_fw, other_mode)} {_num(to)} {unit} "
+                                             f"(ratio {tp / to:.2f})"))
     return parts
 
 
@@ -497,6 +494,19 @@ def _by_group(ratios: list[OpRatio], by_op: bool = False) -> dict[tuple, list[Op
     return out
 
 
+def _sized_groups(ratios: list[OpRatio], too_few: str) -> tuple[list[Part], list[tuple[str, list[OpRatio], list[int]]]]:
+    """Per (operator, dtype, direction): the configurations and their distinct parameter counts, or, where there are
+    fewer than MIN_PARAM_LEVELS counts, a `not measured` part saying `too_few` (formatted with n)."""
+    parts, groups = [], []
+    for (op, dtype, direction), rs in _by_group(ratios, by_op=True).items():
+        name, levels = f"{op} {dtype} {direction}", _levels(rs)
+        if len(levels) < MIN_PARAM_LEVELS:
+            parts.append(_missing(name, too_few.format(n=len(levels))))
+        else:
+            groups.append((name, rs, levels))
+    return parts, groups
+
+
 def _mode_note(rs: list[OpRatio]) -> str:
     modes = sorted({o.ms_mode for o in rs})
     return f"MindSpore {'/'.join(m.upper() for m in modes)} / PyTorch {OP_PT_MODE}"
@@ -510,19 +520,16 @@ def _o1(index: dict[str, CellSummary]) -> list[Part]:
     seen = {s.cell.split("/")[1] for s in index.values() if s.cell.startswith("operator/")}
     for op in sorted(seen - {o.op for o in ratios}):
         parts.append(_missing(op, _op_missing(index, op)))
-    for (op, dtype, direction), rs in _by_group(ratios, by_op=True).items():
-        name = f"{op} {dtype} {direction}"
-        levels = _levels(rs)
-        if len(levels) < MIN_PARAM_LEVELS:
-            parts.append(_missing(name, f"only {len(levels)} distinct parameter count: no trend to see"))
-            continue
+    missing, groups = _sized_groups(ratios, "only {n} distinct parameter count: no trend to see")
+    parts += missing
+    for name, rs, levels in groups:
         k = max(1, len(levels) // TERCILE)
         low = [o for o in rs if o.params in levels[:k]]
         high = [o for o in rs if o.params in levels[-k:]]
         lo, hi = median(o.ratio for o in low), median(o.ratio for o in high)
         rho = _spearman([o.params for o in rs], [o.ratio for o in rs])
         parts.append(_compare(name, [c for o in rs for c in o.cells], hi / lo, "above",
-                              f"{op} {dtype} {direction}, {_mode_note(rs)}: median ratio {lo:.2f} at the fewest "
+                              f"{name}, {_mode_note(rs)}: median ratio {lo:.2f} at the fewest "
                               f"parameters [{_describe(low)}], {hi:.2f} at the most [{_describe(high)}]; "
                               f"most/fewest {hi / lo:.2f}"
                               + (f"; Spearman rho(params, ratio) {rho:+.2f} over {len(rs)} configurations"
@@ -534,13 +541,9 @@ def _o2(index: dict[str, CellSummary]) -> list[Part]:
     ratios = [o for o in operator_ratios(index) if o.op == "batchnorm2d"]
     if not ratios:
         return [_missing("batchnorm2d", _op_missing(index, "batchnorm2d"))]
-    parts = []
-    for (dtype, direction), rs in _by_group(ratios).items():
-        name = f"batchnorm2d {dtype} {direction}"
-        levels = _levels(rs)
-        if len(levels) < MIN_PARAM_LEVELS:
-            parts.append(_missing(name, f"only {len(levels)} BatchNorm size: cannot tell small from large"))
-            continue
+    parts, groups = _sized_groups(ratios, "only {n} BatchNorm size: cannot tell small from large")
+    for name, rs, levels in groups:
+        dtype, direction = rs[0].dtype, rs[0].direction
         small = [o for o in rs if o.params in levels[:max(1, len(levels) // 2)]]
         m = median(o.ratio for o in small)
         parts.append(_compare(name, [c for o in small for c in o.cells], m, "above",
@@ -553,13 +556,9 @@ def _o3(index: dict[str, CellSummary]) -> list[Part]:
     ratios = [o for o in operator_ratios(index) if o.op == "conv2d"]
     if not ratios:
         return [_missing("conv2d", _op_missing(index, "conv2d"))]
-    parts = []
-    for (dtype, direction), rs in _by_group(ratios).items():
-        name = f"conv2d {dtype} {direction}"
-        levels = _levels(rs)
-        if len(levels) < MIN_PARAM_LEVELS:
-            parts.append(_missing(name, f"only {len(levels)} Conv2d size: cannot tell large from small"))
-            continue
+    parts, groups = _sized_groups(ratios, "only {n} Conv2d size: cannot tell large from small")
+    for name, rs, levels in groups:
+        dtype, direction = rs[0].dtype, rs[0].direction
         k = max(1, len(levels) // TERCILE)
         large = [o for o in rs if o.params in levels[-k:]]
         rest = [o for o in rs if o.params not in levels[-k:]]
