@@ -27,9 +27,12 @@ def describe(model: str, framework: str, m: matrix.Matrix | None = None) -> dict
                        mode=BUILD_MODE[framework], amp="off", devices=1, repeats=1, timeout_s=0,
                        seed=int(m.data.get("defaults", {}).get("seed", 0)), spec=dict(spec))
     ctx = CellContext(cell=cell, platform="cpu", repeat=0, data_folder=None, synthetic=True)
-    load_backend(framework).setup(ctx)
+    backend = load_backend(framework)
+    backend.setup(ctx)
     wl = model_module(model, framework).build(ctx, datasets.module(spec["dataset"]).synthetic(cell.seed))
-    return {"model": model, "framework": framework, "parameters": wl.parameter_count(), "layers": wl.layer_count()}
+    # `net`: the workload's fp32 network (AMP is off here); the back-end counts it the same way for every model.
+    return {"model": model, "framework": framework, "parameters": backend.parameter_count(wl.net),
+            "layers": backend.layer_count(wl.net)}
 
 
 def describe_all(m: matrix.Matrix) -> list[dict]:

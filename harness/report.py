@@ -36,7 +36,6 @@ _LATEX_UNICODE = {"–": "--", "—": "---", "×": r"$\times$", "±": r"$\pm$", 
 # The seed paper's set-up (Section IV.A), shown beside every host of this run.
 PAPER_ENV = {"accelerators": "8x Ascend 910 (32 GB)", "cpu": "Kunpeng 920", "os": "EulerOS 2.0 SP8",
              "stack": "CANN 5.1.RC2.1", "python": "3.7.10", "torch": "1.8.1+ascend.rc2", "mindspore": "1.8.1"}
-# Paper: PyTorch O2 (apex-style) and MindSpore O3 are the recommended AMP settings.
 THROUGHPUT_KINDS = ("model", "scaling")
 
 
@@ -126,7 +125,7 @@ def collect(runs: list[Path]) -> dict[str, Any]:
     hosts, groups, problems, results = [], {}, [], {}
     for (run, meta, env), label in zip(loaded, labels, strict=True):
         if label not in [h["label"] for h in hosts]:
-            hosts.append({"label": label, "run": str(run), "runs": [str(run)], "meta": meta, "env": env})
+            hosts.append({"label": label, "runs": [str(run)], "meta": meta, "env": env})
         else:
             next(h for h in hosts if h["label"] == label)["runs"].append(str(run))
         for r in RunStore(run).results():

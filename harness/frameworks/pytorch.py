@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from typing import Any
@@ -151,8 +152,6 @@ class NativeAmp:
         self.ctx, self.optimizer, self.scaler = ctx, optimizer, grad_scaler(ctx)
 
     def autocast(self, enabled: bool = True):
-        import contextlib
-
         return autocast(self.ctx) if enabled else contextlib.nullcontext()
 
     def backward(self, loss) -> None:
@@ -181,8 +180,6 @@ class ApexO2:
         self.amp, self.optimizer = amp, optimizer
 
     def autocast(self, enabled: bool = True):
-        import contextlib
-
         return contextlib.nullcontext()
 
     def backward(self, loss) -> None:

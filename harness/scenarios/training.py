@@ -25,6 +25,7 @@ class Workload(Protocol):
     """What a model file (`harness/models/<model>/<framework>.py`) builds with `build(ctx, data)`."""
 
     samples_per_epoch: int
+    net: object  # the fp32 network, whose parameters and layers `harness models` counts through the back-end
 
     def train_epoch(self) -> float:
         """One epoch; returns the mean loss as a Python float (which waits for the device)."""

@@ -6,7 +6,7 @@ import mindspore as ms
 import numpy as np
 from mindspore import Tensor, nn, ops
 
-from harness.frameworks.mindspore import amp_network, layer_count, make_train_step, parameter_count
+from harness.frameworks.mindspore import amp_network, make_train_step
 from harness.models.gcn import accuracy, init_weights
 
 
@@ -87,12 +87,6 @@ class Workload:
     def evaluate(self, split: str) -> float:
         idx = self.idx_np[split]
         return accuracy(self.probe_forward()[idx], self.labels_np[idx])
-
-    def parameter_count(self) -> int:
-        return parameter_count(self.net)
-
-    def layer_count(self) -> int:
-        return layer_count(self.net)
 
 
 def build(ctx, data: dict) -> Workload:

@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from harness.frameworks.pytorch import compiled, layer_count, mixed_precision, parameter_count
+from harness.frameworks.pytorch import compiled, mixed_precision
 from harness.frameworks.pytorch import device as device_of
 from harness.models.gcn import accuracy, init_weights
 
@@ -94,12 +94,6 @@ class Workload:
     def evaluate(self, split: str) -> float:
         idx = self.idx_np[split]
         return accuracy(self.probe_forward()[idx], self.labels_np[idx])
-
-    def parameter_count(self) -> int:
-        return parameter_count(self.net)
-
-    def layer_count(self) -> int:
-        return layer_count(self.net)
 
 
 def build(ctx, data: dict) -> Workload:

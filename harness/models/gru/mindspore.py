@@ -11,7 +11,7 @@ import mindspore as ms
 import numpy as np
 from mindspore import Tensor, nn, ops
 
-from harness.frameworks.mindspore import amp_network, layer_count, make_train_step, parameter_count
+from harness.frameworks.mindspore import amp_network, make_train_step
 from harness.models.gru import PAD, Corpus, bleu, greedy_decode, init_weights
 
 
@@ -145,12 +145,6 @@ class Workload:
 
         hyps = greedy_decode(self.corpus, split, self.batch_size, encode_fn, step_fn)
         return bleu(hyps, self.corpus.refs[split])
-
-    def parameter_count(self) -> int:
-        return parameter_count(self.net)
-
-    def layer_count(self) -> int:
-        return layer_count(self.net)
 
 
 def build(ctx, data: dict) -> Workload:

@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from harness.frameworks.pytorch import compiled, layer_count, mixed_precision, parameter_count
+from harness.frameworks.pytorch import compiled, mixed_precision
 from harness.frameworks.pytorch import device as device_of
 from harness.models.gru import PAD, Corpus, bleu, greedy_decode, init_weights
 
@@ -126,12 +126,6 @@ class Workload:
 
         hyps = greedy_decode(self.corpus, split, self.batch_size, encode_fn, step_fn)
         return bleu(hyps, self.corpus.refs[split])
-
-    def parameter_count(self) -> int:
-        return parameter_count(self.net)
-
-    def layer_count(self) -> int:
-        return layer_count(self.net)
 
 
 def build(ctx, data: dict) -> Workload:

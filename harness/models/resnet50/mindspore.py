@@ -16,9 +16,7 @@ from harness.frameworks.mindspore import (
     SunkEpochs,
     amp_network,
     dataset_sink,
-    layer_count,
     make_train_step,
-    parameter_count,
 )
 from harness.models.resnet50 import (
     PROBE_LR,
@@ -213,12 +211,6 @@ class Workload:
         # Trainable parameters: data parallelism keeps them equal on every rank (BatchNorm's running statistics
         # are each rank's own, so they are not compared).
         return [p.asnumpy() for p in self.fp32_net.trainable_params()]
-
-    def parameter_count(self) -> int:
-        return parameter_count(self.fp32_net)
-
-    def layer_count(self) -> int:
-        return layer_count(self.fp32_net)
 
 
 def build(ctx, data: dict) -> Workload:

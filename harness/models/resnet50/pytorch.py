@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from harness.frameworks.pytorch import compiled, data_parallel, layer_count, mixed_precision, parameter_count
+from harness.frameworks.pytorch import compiled, data_parallel, mixed_precision
 from harness.frameworks.pytorch import device as device_of
 from harness.models.resnet50 import (
     PROBE_LR,
@@ -169,12 +169,6 @@ class Workload:
         # Trainable parameters: data parallelism keeps them equal on every rank (BatchNorm's running statistics
         # are each rank's own in MindSpore and rank 0's in DDP, so they are not compared).
         return [p.detach().cpu().numpy() for p in self.net.parameters()]
-
-    def parameter_count(self) -> int:
-        return parameter_count(self.net)
-
-    def layer_count(self) -> int:
-        return layer_count(self.net)
 
 
 def build(ctx, data: dict) -> Workload:
