@@ -14,7 +14,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 usage() {
   cat >&2 <<'USAGE'
 usage: ./reproduce.sh cpu|cuda|ascend [--quick|--full] [--image REF] [--build] [--container|--native]
-                      [--data-dir DIR] [--out DIR] [--resume] [--synthetic] [--only GLOB] [--dry-run]
+                      [--data-dir DIR] [--out DIR] [--resume] [--synthetic [DATASETS]] [--only GLOB[,GLOB]] [--dry-run]
 
   cpu|cuda|ascend  the platform to measure (required)
   --quick          the kick-the-tires profile (default); --full: the paper's scale
@@ -26,8 +26,11 @@ usage: ./reproduce.sh cpu|cuda|ascend [--quick|--full] [--image REF] [--build] [
                    are downloaded there and verified by sha256
   --out DIR        run folder (default: results/<platform>-<profile>-<date>)
   --resume         continue an earlier --out folder of the same platform, keeping its finished cells
-  --synthetic      generated data of the real shapes instead of the datasets
-  --only GLOB      only the cells whose id matches (see: python -m harness list)
+  --synthetic [DATASETS]
+                   generated data of the real shapes instead of the datasets: all of them, or only the
+                   comma-separated ones named (e.g. --synthetic cifar10 keeps real Cora and Multi30K)
+  --only GLOB[,GLOB]
+                   only the cells whose id matches one of the globs (see: python -m harness list)
   --dry-run        print the commands (build, run, report) without running them
 
 environment: CONTAINER_ENGINE (docker or podman; default: the first that answers), SHM_SIZE (default
@@ -58,7 +61,7 @@ dry=0
 resume=0
 where=""
 data_dir="${HARNESS_DATA_DIR:-$here/data}"
-synthetic=0
+synthetic=""
 run_args=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -70,7 +73,10 @@ while [ $# -gt 0 ]; do
     --native) where=native ;;
     --out) [ $# -ge 2 ] || die "--out needs a folder"; out="$2"; shift ;;
     --data-dir) [ $# -ge 2 ] || die "--data-dir needs a folder"; data_dir="$2"; shift ;;
-    --synthetic) synthetic=1 ;;
+    --synthetic)  # optionally followed by the datasets to make synthetic (e.g. cifar10 or cifar10,multi30k)
+      synthetic=all
+      if [ $# -ge 2 ] && [ "${2#-}" = "$2" ]; then synthetic="$2"; shift; fi ;;
+    --synthetic=*) synthetic="${1#--synthetic=}"; [ -n "$synthetic" ] || die "--synthetic= needs dataset names, e.g. --synthetic=cifar10" ;;
     --only) [ $# -ge 2 ] || die "--only needs a pattern"; run_args+=(--only "$2"); shift ;;
     --resume) resume=1; run_args+=(--resume) ;;
     --dry-run) dry=1 ;;
@@ -123,8 +129,9 @@ elif [ "$platform" = cuda ]; then
   fi
 fi
 
+# --synthetic alone: every dataset generated; --synthetic NAMES: those generated, the rest real (and downloaded).
 data_args=(--data-dir "$data_dir" --download)
-[ "$synthetic" = 0 ] || data_args=(--synthetic)
+if [ "$synthetic" = all ]; then data_args=(--synthetic); elif [ -n "$synthetic" ]; then data_args+=(--synthetic "$synthetic"); fi
 
 # --- native -------------------------------------------------------------------------------------------
 report_native() {
@@ -253,7 +260,12 @@ case "$platform" in
 esac
 mounts=(-v "$out:/results")
 in_data=(--data-dir /data --download)
-if [ "$synthetic" = 1 ]; then in_data=(--synthetic); else mounts+=(-v "$data_dir:/data"); fi
+if [ "$synthetic" = all ]; then
+  in_data=(--synthetic)
+else
+  mounts+=(-v "$data_dir:/data")
+  [ -z "$synthetic" ] || in_data+=(--synthetic "$synthetic")
+fi
 run_cmd=("$engine" run "${common[@]}" "${mounts[@]}" "$image"
          run --platform "$platform" --profile "$profile" --out /results "${in_data[@]}" "${run_args[@]}")
 report_cmd=("$engine" run "${common[@]}" -v "$out:/results" "$image" report /results)
@@ -271,7 +283,7 @@ if [ "$need_build" = 1 ]; then
   "${build_cmd[@]}" || die "building $image from ${dockerfile##*/} failed (see $engine_name's output above)"
 fi
 mkdir -p "$out"
-[ "$synthetic" = 1 ] || mkdir -p "$data_dir"
+[ "$synthetic" = all ] || mkdir -p "$data_dir"
 status=0
 "${run_cmd[@]}" || status=$?
 if [ "$status" -eq 2 ]; then

@@ -24,7 +24,8 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--platform", required=True, choices=PLATFORMS)
     r.add_argument("--profile", default="quick", help="a profile of the matrix file (default: quick)")
     r.add_argument("--out", required=True, type=Path, help="run folder (new, or an earlier one with --resume)")
-    r.add_argument("--only", metavar="GLOB", help="only cells whose id matches, e.g. 'model/gcn/*'")
+    r.add_argument("--only", metavar="GLOB[,GLOB...]",
+                   help="only cells whose id matches one of the comma-separated globs, e.g. 'model/gcn/*,scaling/*'")
     r.add_argument("--data-dir", type=Path, default=Path(DEFAULT_DATA_DIR),
                    help=f"folder of per-dataset folders (default: $HARNESS_DATA_DIR or {DEFAULT_DATA_DIR})")
     r.add_argument("--synthetic", nargs="?", const="all", metavar="DATASETS",
@@ -37,7 +38,7 @@ def _parser() -> argparse.ArgumentParser:
     ls = sub.add_parser("list", help="the cell ids a profile expands to")
     ls.add_argument("--profile", default="quick")
     ls.add_argument("--platform", choices=PLATFORMS, default="cpu", help="for [[skip]] rules (default: cpu)")
-    ls.add_argument("--only", metavar="GLOB")
+    ls.add_argument("--only", metavar="GLOB[,GLOB...]")
     ls.add_argument("--json", action="store_true")
     ls.add_argument("--matrix", type=Path)
 

@@ -97,7 +97,9 @@ class Matrix:
         for op in prof.get("operators", []):
             cells.extend(self._operator_cells(op, profile_name, prof, timeout, seed, repeats))
         if only is not None:
-            cells = [c for c in cells if fnmatch.fnmatchcase(c.id, only)]
+            # Several globs, comma-separated: a cell is kept when any of them matches its id.
+            globs = [g.strip() for g in only.split(",") if g.strip()]
+            cells = [c for c in cells if any(fnmatch.fnmatchcase(c.id, g) for g in globs)]
             if not cells:
                 raise HarnessError(f"--only '{only}' matches no cell of profile '{profile_name}'; "
                                    f"see `python -m harness list --profile {profile_name}`")

@@ -15,6 +15,7 @@ import datetime as _dt
 import hashlib
 import json
 import os
+import shlex
 import signal
 import socket
 import subprocess
@@ -86,7 +87,13 @@ def run(matrix: Matrix, profile: str, platform: str, out: Path, *, only: str | N
                     "status": "skipped", "reason": reason}
             else:
                 log(f"{head}: running (timeout {cell.timeout_s:.0f} s)")
-                result = _run_child(store, cell, repeat, platform, folders, cell.spec.get("dataset") in fake)
+                try:
+                    result = _run_child(store, cell, repeat, platform, folders, cell.spec.get("dataset") in fake)
+                except Interrupted:
+                    raise
+                except Exception as e:  # noqa: BLE001 - a cell that cannot run is a failed cell; the run goes on
+                    result = _base(cell, repeat, platform, cell.spec.get("dataset") in fake) | {
+                        "status": "failed", "reason": f"the cell could not be run: {type(e).__name__}: {e}"[:500]}
             store.write_result(cell.id, repeat, result)
             counts[result["status"]] = counts.get(result["status"], 0) + 1
             tail = f": {result['reason']}" if result.get("reason") else ""
@@ -181,7 +188,8 @@ def _run_child(store: RunStore, cell: Cell, repeat: int, platform: str, folders:
                                   "events": str(events_path), "child_result": str(child_result),
                                   "log": str(log_path), "process_env": process_env})
     env = {**os.environ, **process_env, "PYTHONUNBUFFERED": "1",
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
+           "PATH": os.pathsep.join(filter(None, [str(_interpreter_bin(store)), os.environ.get("PATH")]))}
     if cell.devices > 1:  # the framework's own launcher starts one process per device
         port = int(os.environ.get("HARNESS_MASTER_PORT") or _free_port())
         argv = backend.launch_argv(cell.devices, str(spec_path), port, str(cell_dir / f"r{repeat}.launcher"),
@@ -192,8 +200,12 @@ def _run_child(store: RunStore, cell: Cell, repeat: int, platform: str, folders:
     t = time.monotonic()
     with open(log_path, "wb") as logf:
         # cwd = the cell's folder: frameworks drop files (MindSpore's rank_0/, kernel_meta/) into it.
-        proc = subprocess.Popen(argv, stdout=logf, stderr=subprocess.STDOUT, cwd=cell_dir, env=env,
-                                start_new_session=True)
+        try:
+            proc = subprocess.Popen(argv, stdout=logf, stderr=subprocess.STDOUT, cwd=cell_dir, env=env,
+                                    start_new_session=True)
+        except OSError as e:  # launcher missing, not executable, bad argv: this cell fails, the run goes on
+            return result | {"finished_at": _now(), "elapsed_s": 0.0, "exit_code": None, "signal": None,
+                             "status": "failed", "reason": f"could not start {argv[0]}: {e}"[:500]}
         try:
             rc = proc.wait(timeout=cell.timeout_s)
         except subprocess.TimeoutExpired:
@@ -266,6 +278,28 @@ def _collect_ranks(store: RunStore, cell: Cell, repeat: int, result: dict, rc: i
     base = single.get("mean_throughput_other_epochs") if single and single.get("status") == "ok" else None
     result["efficiency"] = result["per_device_throughput"] / base if base and result["per_device_throughput"] else None
     return result
+
+
+def _interpreter_bin(store: RunStore) -> Path:
+    """A folder whose `python` and `python3` run this interpreter, put first on every cell's PATH.
+
+    Launchers start their workers by name: msrun runs `python child.py`, so with a virtual environment
+    that is not on PATH (`.venv/bin/python -m harness`, as reproduce.sh runs it) the workers would get
+    the system's Python, without the frameworks. The launchers themselves start as
+    `sys.executable -m ...`, so no cell depends on what PATH holds. The shims are scripts, not symlinks:
+    Python finds its virtual environment from the path it was started as, and a symlink elsewhere would
+    lose it."""
+    folder = store.root / ".interpreter"
+    folder.mkdir(exist_ok=True)
+    text = f'#!/bin/sh\nexec {shlex.quote(sys.executable)} "$@"\n'
+    for name in ("python", "python3"):
+        shim = folder / name
+        if not shim.is_file() or shim.read_text() != text:
+            tmp = folder / f".{name}.{os.getpid()}"
+            tmp.write_text(text)
+            tmp.chmod(0o755)
+            os.replace(tmp, shim)
+    return folder
 
 
 def _free_port() -> int:

@@ -84,3 +84,18 @@ def test_reproduce_sh_without_a_known_platform_prints_usage_and_exits_2(args):
     p = subprocess.run([str(REPO / "reproduce.sh"), *args], capture_output=True, text=True, timeout=60)
     assert p.returncode == 2
     assert "usage: ./reproduce.sh" in p.stderr
+
+
+def test_offline_without_cifar10_names_the_file_and_synthetic(tmp_path):
+    """No network (a proxy that refuses) and no CIFAR-10 files: one line that names the file, and --synthetic
+    cifar10 as the way to run without it."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONPATH": str(REPO), "https_proxy": "http://127.0.0.1:9", "http_proxy": "http://127.0.0.1:9"}
+    p = subprocess.run([sys.executable, "-m", "harness", "run", "--platform", "cpu", "--out", str(tmp_path / "o"),
+                        "--data-dir", str(tmp_path / "data"), "--download", "--only", "model/resnet50/*"],
+                       capture_output=True, text=True, timeout=120, cwd=REPO, env=env)
+    _one_line_error(p, "could not download", "cifar-10", "--synthetic cifar10")
+    assert not (tmp_path / "o").exists()

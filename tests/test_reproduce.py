@@ -3,6 +3,7 @@ NPU is needed: a fake /dev (HARNESS_DEV_DIR) and fake docker/podman scripts on P
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 from pathlib import Path
@@ -247,3 +248,19 @@ def test_check_image_without_buildah_says_so_in_one_line(tmp_path, ci, code):
     assert proc.returncode == code, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("check_image: skipped: no buildah debootstrap"), proc.stderr
+
+
+@pytest.mark.parametrize("given, passed", [
+    (["--synthetic"], ["--synthetic"]),
+    (["--synthetic", "cifar10"], ["--data-dir", "DATA", "--download", "--synthetic", "cifar10"]),
+    (["--synthetic=cifar10,multi30k"], ["--data-dir", "DATA", "--download", "--synthetic", "cifar10,multi30k"]),
+    (["--synthetic", "--only", "model/gcn/*"], ["--synthetic", "--only", "model/gcn/*"]),
+])
+def test_synthetic_takes_the_harness_optional_dataset_list(tmp_path, given, passed):
+    """--synthetic alone: every dataset generated; --synthetic NAMES: only those, the rest real from --data-dir."""
+    data = tmp_path / "data"
+    proc = run(tmp_path, "cpu", "--dry-run", "--out", tmp_path / "o", "--data-dir", data, *given)
+    assert proc.returncode == 0, proc.stderr
+    argv = shlex.split(next(ln for ln in proc.stdout.splitlines() if " -m harness run " in ln))
+    tail = argv[argv.index("--out") + 2:]
+    assert tail == [str(data) if a == "DATA" else a for a in passed]

@@ -116,3 +116,46 @@ def test_resume_refuses_a_run_of_another_platform(tmp_path):
                                               "invocations": []}))
     p = harness("run", "--platform", "cpu", "--out", out, "--synthetic", "--resume")
     assert p.returncode == 2 and "platform=cuda, not cpu" in p.stderr
+
+
+def test_cells_that_cannot_start_fail_with_their_reason_and_the_run_goes_on(tmp_path, monkeypatch):
+    """A missing launcher (OSError from exec) or a back-end that raises while the cell is prepared: each is a
+    failed cell with its reason; the run visits every cell and ends with exit code 1, no traceback."""
+    from harness import matrix as matrix_mod
+    from harness import runner
+    from harness.frameworks import mindspore as ms_backend
+    from harness.frameworks import pytorch as pt_backend
+
+    monkeypatch.setattr(pt_backend, "launch_argv", lambda *a, **k: [str(tmp_path / "no-such-launcher"), "x"])
+
+    def broken_env(platform):
+        raise RuntimeError("back-end broke while preparing the cell")
+
+    monkeypatch.setattr(ms_backend, "process_env", broken_env)
+    lines = []
+    out = tmp_path / "run"
+    rc = runner.run(matrix_mod.load(None), "quick", "cpu", out, only="scaling/resnet50/*", synthetic="all",
+                    log=lines.append)
+    assert rc == 1
+    results = {p.parent.relative_to(out / "cells").as_posix(): json.loads(p.read_text())
+               for p in (out / "cells").rglob("r0.json")}
+    assert set(results) == {"scaling/resnet50/pytorch/eager/amp-off/2dev",
+                            "scaling/resnet50/mindspore/graph/amp-off/2dev",
+                            "scaling/resnet50/mindspore/pynative/amp-off/2dev"}
+    pt = results["scaling/resnet50/pytorch/eager/amp-off/2dev"]
+    assert pt["status"] == "failed" and pt["reason"].startswith("could not start")
+    assert "no-such-launcher" in pt["reason"]
+    for mode in ("graph", "pynative"):
+        ms = results[f"scaling/resnet50/mindspore/{mode}/amp-off/2dev"]
+        assert ms["status"] == "failed" and "back-end broke while preparing the cell" in ms["reason"]
+    assert lines[-1].startswith("done: 3 failed")
+
+
+def test_launchers_start_from_this_interpreter_not_from_path():
+    """torchrun and msrun are started as `sys.executable -m <module>`: no cell depends on PATH."""
+    from harness.frameworks import mindspore as ms_backend
+    from harness.frameworks import pytorch as pt_backend
+
+    for backend, module in ((pt_backend, "torch.distributed.run"), (ms_backend, "mindspore.parallel.cluster.run")):
+        argv = backend.launch_argv(2, "/x/spec.json", 12345, "/x/logs", {})
+        assert argv[:3] == [sys.executable, "-m", module]

@@ -27,8 +27,12 @@ def _processes_with(needle: str) -> list[int]:
 @pytest.fixture(scope="module")
 def scaling_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("scaling") / "run"
-    p = harness("run", "--platform", "cpu", "--out", out, "--synthetic", "--only", "*/resnet50/*/amp-off/*",
-                timeout=1200)
+    # As reproduce.sh runs it: this interpreter by its path, with no virtual environment's bin/ on PATH (the
+    # launchers' workers must still get this interpreter).
+    env = {**os.environ, "PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"}
+    p = subprocess.run([sys.executable, "-m", "harness", "run", "--platform", "cpu", "--out", str(out), "--synthetic",
+                        "--only", "*/resnet50/*/amp-off/*"], capture_output=True, text=True, timeout=1200, cwd=REPO,
+                       env=env)
     assert p.returncode == 0, p.stderr[-3000:]
     return {r["cell"]: r for r in json.loads(harness("results", out, "--json").stdout)}
 

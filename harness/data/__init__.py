@@ -35,7 +35,8 @@ def prepare(name: str, data_dir: Path, allow_download: bool) -> Path:
         if not path.exists():
             if not allow_download:
                 raise HarnessError(f"data: {path} is missing; copy the {name} files into {folder} "
-                                   f"(sources in harness/data/{name}.py) or add --download to fetch and verify it")
-            download(mod.URLS[fname], path, sha)
+                                   f"(sources in harness/data/{name}.py), add --download to fetch and verify it, "
+                                   f"or run without it: --synthetic {name}")
+            download(mod.URLS[fname], path, sha, name)
         verify(path, sha)
     return folder

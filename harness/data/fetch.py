@@ -27,7 +27,7 @@ def verify(path: Path, expected: str) -> None:
                            f"delete it and fetch it again")
 
 
-def download(url: str, dest: Path, expected: str, timeout_s: float = 60.0) -> None:
+def download(url: str, dest: Path, expected: str, dataset: str = "", timeout_s: float = 60.0) -> None:
     """Download to a temporary file beside dest, check its hash, then move it into place."""
     dest.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".part")
@@ -40,8 +40,9 @@ def download(url: str, dest: Path, expected: str, timeout_s: float = 60.0) -> No
                                f"found {found}); the mirror may have changed, fetch {dest.name} by hand")
         os.replace(tmp, dest)
     except OSError as e:
+        instead = f", or run without it: --synthetic {dataset}" if dataset else ""
         raise HarnessError(f"data: could not download {url} ({e}); put {dest.name} in {dest.parent} "
-                           f"by hand or pass --data-dir") from None
+                           f"by hand or pass --data-dir{instead}") from None
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import platform as _platform
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +38,10 @@ def launch_argv(n: int, spec_path: str, port: int, log_dir: str, multi_node: dic
     HARNESS_NODE_RANK and HARNESS_MASTER_ADDR."""
     nodes = int(multi_node.get("nnodes", 1))
     child = Path(__file__).resolve().parent.parent / "child.py"
-    return ["msrun", f"--worker_num={n * nodes}", f"--local_worker_num={n}",
+    # msrun's own module, from this interpreter: no dependence on PATH (its workers run `python`, which the
+    # runner points at this interpreter too).
+    return [sys.executable, "-m", "mindspore.parallel.cluster.run", f"--worker_num={n * nodes}",
+            f"--local_worker_num={n}",
             f"--node_rank={multi_node.get('node_rank', 0)}",
             f"--master_addr={multi_node.get('master_addr', '127.0.0.1')}", f"--master_port={port}",
             f"--log_dir={log_dir}", "--join=True", str(child), spec_path]
