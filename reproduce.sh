@@ -109,6 +109,8 @@ fi
 dev="${HARNESS_DEV_DIR:-/dev}"  # tests point this at a fake /dev
 npus=()
 gpus=0
+chip=""
+chip_why=""
 if [ "$platform" = ascend ]; then
   for d in "$dev"/davinci[0-9]*; do [ -e "$d" ] && npus+=("/dev/${d##*/}"); done
   if [ ${#npus[@]} -eq 0 ]; then
@@ -116,6 +118,35 @@ if [ "$platform" = ascend ]; then
     npus=(/dev/davinci0 /dev/davinci1 /dev/davinci2 /dev/davinci3 /dev/davinci4 /dev/davinci5 /dev/davinci6 /dev/davinci7)
     echo "# no $dev/davinci[0-9]* on this host: the commands below show an 8-NPU Ascend 910 server" >&2
   fi
+  # The chip picks the CANN base image (Dockerfile.ascend's ASCEND_CHIP): from ASCEND_CHIP, else from
+  # the Name column of `npu-smi info` (910A/910B/910ProA/910ProB/910PremiumA: Ascend 910; 910B1-910B4:
+  # Atlas A2, "910b"). Other chips (Atlas A3 "Ascend910", 310P) have no image here: one-line error.
+  if [ -n "${ASCEND_CHIP:-}" ]; then
+    chip="$ASCEND_CHIP"
+    chip_why="ASCEND_CHIP"
+  else
+    smi="${NPU_SMI:-npu-smi}"
+    if command -v "$smi" > /dev/null; then
+      names="$("$smi" info 2> /dev/null | awk -F'|' 'NF > 3 { split($2, f, " "); if (f[1] ~ /^[0-9]+$/ && f[2] ~ /[A-Za-z]/) n[f[2]]++ }
+                END { for (k in n) printf "%s x%d\n", k, n[k] }' | sort)" || true
+      [ -n "$names" ] || die "$smi info lists no NPU name; check the driver (npu-smi info), or set ASCEND_CHIP=910 or 910b"
+      [ "$(echo "$names" | wc -l)" = 1 ] || die "$smi info lists several chip types ($(echo $names)); set ASCEND_CHIP=910 or 910b"
+      chip_why="npu-smi info: $names"
+      case "${names% x*}" in
+        910B[1-4]*) chip=910b ;;
+        910A|910B|910ProA|910ProB|910PremiumA) chip=910 ;;
+        *) die "chip ${names% x*} ($smi info) has no image here: Dockerfile.ascend builds for Ascend 910 (ASCEND_CHIP=910) and 910B / Atlas A2 (910b); see ARTIFACT.md" ;;
+      esac
+    else
+      chip_unknown=1  # refused below, once a container is known to be needed
+      chip=910
+      chip_why="no npu-smi on this host: the Ascend 910 default"
+    fi
+  fi
+  case "$chip" in
+    910|910b) ;;
+    *) die "ASCEND_CHIP=$chip is not a chip this image is built for; choose 910 (Ascend 910) or 910b (Atlas A2)" ;;
+  esac
 elif [ "$platform" = cuda ]; then
   if [ "$dev" = /dev ] && command -v nvidia-smi > /dev/null; then
     gpus="$(nvidia-smi -L 2> /dev/null | grep -c '^GPU ' || true)"
@@ -202,26 +233,34 @@ elif [ "$dry" = 0 ] && ! { command -v "$engine" > /dev/null && "$engine" info > 
   die "no container engine: $engine (CONTAINER_ENGINE) is not installed or does not answer '$engine info'"
 fi
 engine_name="$(basename "$engine")"
+if [ "$platform" = ascend ] && [ "${chip_unknown:-0}" = 1 ] && [ "$dry" = 0 ]; then
+  die "npu-smi not found, so the chip (and the image's base) is unknown; install the Ascend driver's tools, or set ASCEND_CHIP=910 or 910b"
+fi
 
 dockerfile="$here/Dockerfile.$platform"
+if [ "$platform" = ascend ]; then image="${image:-ms-pt-harness:ascend-$chip}"; fi
 image="${image:-ms-pt-harness:$platform}"
 need_build="$build"
 if [ "$need_build" = 0 ] && ! "$engine" image inspect "$image" > /dev/null 2>&1; then
   need_build=1  # the images are not published: a missing one is built here
 fi
 lock="$here/requirements/$platform.txt"
-if [ "$need_build" = 1 ] && grep -q '^# LOCK-INCOMPLETE' "$lock"; then
-  why="$(grep -m1 '^# LOCK-INCOMPLETE' "$lock" | sed 's/^# LOCK-INCOMPLETE: *//')"
+arch="$(uname -m)"
+if [ "$need_build" = 1 ] && grep -q -e '^# LOCK-INCOMPLETE:' -e "^# LOCK-INCOMPLETE-ARCH $arch:" "$lock"; then
+  why="$(grep -m1 -e '^# LOCK-INCOMPLETE:' -e "^# LOCK-INCOMPLETE-ARCH $arch:" "$lock" | sed 's/^# LOCK-INCOMPLETE[^:]*: *//')"
   fix="run python3 tools/lock_requirements.py --only $platform on a host that reaches that index"
   [ "$dry" = 1 ] || die "cannot build $image: ${lock#"$here"/} is incomplete ($why); $fix, or pass --image REF"
   echo "# ${lock#"$here"/} is incomplete ($why): first $fix" >&2
 fi
 base="$(sed -n 's/^ARG BASE_IMAGE=//p' "$dockerfile" | head -1)"
+base="${base//\$\{ASCEND_CHIP\}/$chip}"
 if [ "$need_build" = 1 ] && [ "${base#*@sha256:}" = "$base" ]; then
   echo "# warning: ${dockerfile##*/} names its base $base by tag only; tools/pin_base_images.sh pins its digest" >&2
 fi
 revision="$(git -C "$here" rev-parse HEAD 2> /dev/null || echo unknown)"
-build_cmd=("$engine" build -f "$dockerfile" -t "$image" --build-arg "REVISION=$revision" "$here")
+build_cmd=("$engine" build -f "$dockerfile" -t "$image" --build-arg "REVISION=$revision")
+[ "$platform" != ascend ] || build_cmd+=(--build-arg "ASCEND_CHIP=$chip")
+build_cmd+=("$here")
 
 # --- container: run -----------------------------------------------------------------------------------
 shm="${SHM_SIZE:-16g}"
@@ -240,9 +279,15 @@ case "$platform" in
     # As the CANN image documentation runs it: each NPU, the management devices, the host's driver
     # libraries and npu-smi (read-only); host network for HCCL across servers.
     for d in "${npus[@]}"; do common+=(--device "$d"); done
-    # The driver's device files belong to the HwHiAiUser group; keep it for the non-root user.
-    hw_gid="$(getent group HwHiAiUser 2> /dev/null | cut -d: -f3 || true)"
-    [ -z "$hw_gid" ] || common+=(--group-add "$hw_gid")
+    # The driver's device files belong to the HwHiAiUser group; keep it for the non-root user: rootless
+    # podman passes the caller's own groups (keep-groups; a numeric group is not mapped in its user
+    # namespace), docker the group's numeric id.
+    if [ "$engine_name" = podman ]; then
+      common+=(--group-add keep-groups)
+    else
+      hw_gid="$(getent group HwHiAiUser 2> /dev/null | cut -d: -f3 || true)"
+      [ -z "$hw_gid" ] || common+=(--group-add "$hw_gid")
+    fi
     common+=(--device /dev/davinci_manager --device /dev/devmm_svm --device /dev/hisi_hdc
              -v /usr/local/dcmi:/usr/local/dcmi:ro
              -v /usr/local/bin/npu-smi:/usr/local/bin/npu-smi:ro
@@ -271,6 +316,7 @@ run_cmd=("$engine" run "${common[@]}" "${mounts[@]}" "$image"
 report_cmd=("$engine" run "${common[@]}" -v "$out:/results" "$image" report /results)
 
 if [ "$dry" = 1 ]; then
+  [ "$platform" != ascend ] || echo "# ascend chip: $chip ($chip_why); base image: $base"
   [ "$need_build" = 0 ] || show "${build_cmd[@]}"
   show mkdir -p "$out" "$data_dir"
   show "${run_cmd[@]}"

@@ -49,10 +49,12 @@ How it works:
 
 3. Where the torch index is unreachable and no local wheel exists, the resolve runs against
    PyPI's torch==X metadata instead (same Python dependencies, plus CUDA packages the
-   X+cpu / X+cu118 builds do not use, which are dropped), the torch line is written as a
-   comment, and the lock's header starts with `# LOCK-INCOMPLETE: ...`. Nothing is invented:
-   Dockerfile.* and reproduce.sh refuse to build from such a lock and say how to finish it
-   (run this script again, on a host that reaches the index).
+   X+cpu / X+cu118 builds do not use, which are dropped). With no hash for any architecture
+   the torch line is written as a comment and the lock's header starts with
+   `# LOCK-INCOMPLETE: ...`; with hashes for some architectures only (external hashes), each
+   missing one gets a header line `# LOCK-INCOMPLETE-ARCH <arch>: ...`. Nothing is invented:
+   Dockerfile.* and reproduce.sh refuse to build from such a lock (on that architecture) and
+   say how to finish it (run this script again, on a host that reaches the index).
 
 Anything not covered (missing architecture, sdist-only package) is printed as a warning
 and noted as a comment next to the package in the .txt file.
@@ -72,6 +74,7 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+EXTERNAL_HASHES_REL = "requirements/external-wheel-hashes.txt"
 PYPI_SIMPLE = "https://pypi.org/simple"
 TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 TORCH_CU118_INDEX = "https://download.pytorch.org/whl/cu118"
@@ -96,6 +99,36 @@ PYPI_TORCH_ONLY = re.compile(r"^(nvidia-.*|triton|cuda-.*|pytorch-triton.*)$")
 
 def canonical(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def load_external_hashes(path: Path | None) -> dict[str, tuple[str, list[str]]]:
+    """FILENAME -> (sha256, sources) from an external-hashes file; '#' starts a comment."""
+    out: dict[str, tuple[str, list[str]]] = {}
+    if path is None or not path.is_file():
+        return out
+    for n, raw in enumerate(path.read_text().splitlines(), 1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        parts = line.split(None, 2)
+        if len(parts) < 2 or not re.fullmatch(r"[0-9a-f]{64}", parts[1]):
+            sys.exit(f"error: {path}:{n}: expected `FILENAME SHA256 SOURCE; SOURCE`, got {raw!r}")
+        sources = [x.strip() for x in (parts[2] if len(parts) > 2 else "").split(";") if x.strip()]
+        out[parts[0]] = (parts[1], sources)
+    return out
+
+
+def external_torch(external: dict, version: str, build: str, minor: int, arches: tuple[str, ...]) -> dict:
+    """arch -> (sha256, sources) for the torch-X+<build> wheels whose external hash names >= 2 sources."""
+    local = version if "+" in version else f"{version}+{build}"
+    alternatives = "|".join(arches)
+    pattern = re.compile(rf"torch-{re.escape(local)}-cp3{minor}-cp3{minor}-manylinux[0-9a-z_]*_({alternatives})\.whl$")
+    found = {}
+    for filename, (sha, sources) in external.items():
+        m = pattern.match(filename)
+        if m and len(sources) >= 2:
+            found[m.group(1)] = (sha, sources, filename)
+    return found
 
 
 def fetch(url: str, accept: str | None = None, timeout: float = 60, tries: int = 3) -> bytes:
@@ -144,9 +177,10 @@ def read_in(path: Path) -> tuple[list[str], list[str]]:
 
 
 def resolve(pip: Path, header: list[str], reqs: list[str], constraints: list[str], tmp: Path,
-            torch_build: str | None, wheel_dirs: list[Path]) -> tuple[list[dict], str | None]:
+            torch_build: str | None, wheel_dirs: list[Path], external: dict | None = None,
+            minor: int = 11, arches: tuple[str, ...] = ARCHES) -> tuple[list[dict], str | None]:
     """Run pip's resolver (dry run); return the report's 'install' list and, when torch's own index
-    could not be used, why (the lock is then incomplete)."""
+    could not be used and no hash of its wheels is known, why (the lock is then incomplete)."""
     options, unreachable = [], []
     for line in header:
         if line.startswith("-"):
@@ -157,12 +191,18 @@ def resolve(pip: Path, header: list[str], reqs: list[str], constraints: list[str
                 continue
             options.append(line)
     incomplete = None
+    via_pypi_metadata = False
     for req in reqs:  # torch==X -> only the X+<build> wheel
         m = re.match(r"torch\s*==\s*([^\s;#+]+)\s*(#.*)?$", req)
         if m and torch_build:
             version = m.group(1)
             local = any(next(d.glob(f"torch-{version}+{torch_build}-*.whl"), None) for d in wheel_dirs)
-            if unreachable and not local:
+            known = external_torch(external or {}, version, torch_build, minor, arches)
+            if unreachable and not local and known:
+                # Hashes verified elsewhere; the versions of the other packages come from PyPI's
+                # torch==X metadata (same dependencies; its CUDA-only ones are dropped below).
+                via_pypi_metadata = True
+            elif unreachable and not local:
                 incomplete = (f"torch=={version}+{torch_build} has no hashes here ({', '.join(unreachable)} was "
                               "unreachable and no local copy of the wheel exists)")
                 if torch_build != "cpu":
@@ -178,7 +218,7 @@ def resolve(pip: Path, header: list[str], reqs: list[str], constraints: list[str
     if proc.returncode != 0:
         sys.exit(f"pip resolve failed:\n{proc.stdout}\n{proc.stderr}")
     install = json.loads(report.read_text())["install"]
-    if incomplete:  # resolved against PyPI's torch: drop what only that (CUDA) build needs
+    if incomplete or via_pypi_metadata:  # resolved against PyPI's torch: drop what only that (CUDA) build needs
         install = [i for i in install
                    if i.get("requested") or not PYPI_TORCH_ONLY.match(canonical(i["metadata"]["name"]))]
     return install, incomplete
@@ -251,8 +291,11 @@ def pypi_hashes(name: str, version: str, minor: int, arches: tuple[str, ...] = A
 
 
 def torch_hashes(version: str, minor: int, wheel_dirs: list[Path], build: str = "cpu", index: str = TORCH_CPU_INDEX,
-                 arches: tuple[str, ...] = ARCHES) -> tuple[list[str], list[str]]:
-    """Hashes of the torch X+<build> wheels (that build's PyTorch index, else local files)."""
+                 arches: tuple[str, ...] = ARCHES, external: dict | None = None,
+                 used: dict | None = None) -> tuple[list[str], list[str]]:
+    """Hashes of the torch X+<build> wheels (that build's PyTorch index, else local files, else external
+    hashes with two sources). `used`, when given, receives arch -> (sha256, sources, filename) of the
+    external hashes taken."""
     local = version if "+" in version else f"{version}+{build}"
     found: dict[str, str] = {}  # arch -> sha256
     alternatives = "|".join(arches)
@@ -271,11 +314,17 @@ def torch_hashes(version: str, minor: int, wheel_dirs: list[Path], build: str = 
             m = pattern.search(wheel.name)
             if m and m.group(1) not in found:
                 found[m.group(1)] = hashlib.sha256(wheel.read_bytes()).hexdigest()
+    for arch, (sha, sources, filename) in external_torch(external or {}, version, build, minor, arches).items():
+        if arch not in found:
+            found[arch] = sha
+            if used is not None:
+                used[arch] = (sha, sources, filename)
     notes = []
     for arch in arches:
         if arch not in found:
-            notes.append(f"no hash for the {arch} torch-{local} wheel ({index} unreachable, no local copy); "
-                         "PyPI's Linux torch is another build, so it is not used: will not install there")
+            notes.append(f"no hash for the {arch} torch-{local} wheel ({index} unreachable, no local copy, no "
+                         "external hash with two agreeing sources); PyPI's Linux torch is another build, so it "
+                         "is not used: will not install there")
     if not found:
         sys.exit(f"error: no torch {build} wheel hash found")
     return sorted(set(found.values())), notes
@@ -297,7 +346,7 @@ def requirement_names(requires_dist: list[str]) -> set[str]:
 
 
 def write_lock(src: str, dst: str, header: list[str], install: list[dict], minor: int, wheel_dirs: list[Path],
-               cfg: dict | None = None, incomplete: str | None = None) -> None:
+               cfg: dict | None = None, incomplete: str | None = None, external: dict | None = None) -> None:
     cfg = cfg or LOCKS["cpu"]
     arches = tuple(cfg["arches"])
     name_of = next((n for n, c in LOCKS.items() if c["dst"] == dst), None)
@@ -321,6 +370,8 @@ def write_lock(src: str, dst: str, header: list[str], install: list[dict], minor
     if incomplete:
         out = [f"# LOCK-INCOMPLETE: {incomplete}",
                "# The image build refuses this file until it is regenerated where that index answers.", *out]
+    top = len(out)  # external-hash provenance and per-architecture gaps are inserted here
+    used: dict = {}
     out += ["", *header]
     for name in sorted(pkgs):
         version = pkgs[name]["metadata"]["version"]
@@ -331,7 +382,21 @@ def write_lock(src: str, dst: str, header: list[str], install: list[dict], minor
             continue
         if name == "torch":
             hashes, notes = torch_hashes(version, minor, wheel_dirs, cfg["torch_build"] or "cpu",
-                                         cfg["torch_index"] or TORCH_CPU_INDEX, arches)
+                                         cfg["torch_index"] or TORCH_CPU_INDEX, arches, external, used)
+            local = version if "+" in version else f"{version}+{cfg['torch_build'] or 'cpu'}"
+            gaps = [n for n in notes if n.startswith("no hash for the ")]
+            extra = []
+            for arch in arches:
+                if arch in used:
+                    sha, sources, filename = used[arch]
+                    extra.append(f"# {filename} sha256 {sha}: not read from its index (unreachable) but from "
+                                 f"{len(sources)} public sources that agree ({EXTERNAL_HASHES_REL}):")
+                    extra += [f"#   - {source}" for source in sources]
+                elif any(f" {arch} " in g for g in gaps):
+                    extra.insert(0, f"# LOCK-INCOMPLETE-ARCH {arch}: torch=={local} has no hash here (its index was "
+                                    "unreachable, no local wheel, no two agreeing public sources); the image build "
+                                    f"refuses {arch} until this lock is regenerated where the index answers")
+            out[top:top] = extra
         else:
             hashes, notes = pypi_hashes(name, version, minor, arches)
         pin = version.split("+")[0]  # torch 2.13.0+cpu is pinned as torch==2.13.0 (pip matches the local build)
@@ -355,10 +420,14 @@ def main() -> None:
     ap.add_argument("--torch-wheel-dir", type=Path, action="append",
                     help="directory with torch-X+cpu wheels to hash if the PyTorch index is unreachable "
                          "(default: /opt/wheels)")
+    ap.add_argument("--wheel-hashes", type=Path, default=ROOT / EXTERNAL_HASHES_REL,
+                    help="externally verified wheel hashes (FILENAME SHA256 SOURCE; SOURCE ...), used for torch "
+                         "wheels whose index is unreachable when a line names at least two agreeing sources")
     ap.add_argument("--only", nargs="+", choices=sorted(LOCKS), metavar="NAME",
                     help=f"regenerate only these locks (of: {', '.join(LOCKS)}; default: all)")
     args = ap.parse_args()
     wheel_dirs = args.torch_wheel_dir or [Path("/opt/wheels")]
+    external = load_external_hashes(args.wheel_hashes)
     names = args.only or list(LOCKS)
 
     with tempfile.TemporaryDirectory(prefix="lockreq-") as tmpdir:
@@ -374,8 +443,8 @@ def main() -> None:
             header, reqs = read_in(ROOT / cfg["src"])
             constraints = pins(ROOT / cfg["constrained_by"]) if cfg["constrained_by"] else []
             install, incomplete = resolve(tmp / "venv" / "bin" / "pip", header, reqs, constraints, tmp,
-                                          cfg["torch_build"], wheel_dirs)
-            write_lock(cfg["src"], cfg["dst"], header, install, minor, wheel_dirs, cfg, incomplete)
+                                          cfg["torch_build"], wheel_dirs, external, minor, tuple(cfg["arches"]))
+            write_lock(cfg["src"], cfg["dst"], header, install, minor, wheel_dirs, cfg, incomplete, external)
 
 
 if __name__ == "__main__":

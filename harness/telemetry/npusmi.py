@@ -203,6 +203,24 @@ def physical_index(local_rank: int, env: dict[str, str] | None = None) -> int:
     return local_rank
 
 
+def _user_note() -> str:
+    """Why npu-smi may fail for this process's user, for the reason recorded with null readings. Ascend's
+    documents give the driver's running user and group as HwHiAiUser and let a common (non-root) user
+    call the DSMI interface npu-smi is built on (at most eight such callers per device at once); that a
+    non-root container user in that group can run npu-smi was not verified on hardware."""
+    if not hasattr(os, "geteuid") or os.geteuid() == 0:
+        return ""
+    try:
+        import grp
+
+        groups = {grp.getgrgid(g).gr_name for g in os.getgroups()}
+    except (ImportError, KeyError, OSError):
+        groups = set()
+    member = "in" if "HwHiAiUser" in groups else "not in"
+    return (f" (running as uid {os.geteuid()}, {member} the HwHiAiUser group: npu-smi needs root or the driver's "
+            "HwHiAiUser group; docker --group-add <its gid>, rootless podman --group-add keep-groups)")
+
+
 class NpuSmiSource(Source):
     """One chip through `npu-smi info`. Which chip: the one whose process table lists this process (the
     reliable answer once the framework has opened the device), before that the chip at the process's
@@ -241,7 +259,7 @@ class NpuSmiSource(Source):
         try:
             table = parse_info(self._run_cmd(["info"]))
         except (OSError, subprocess.SubprocessError, RuntimeError) as e:
-            raise SourceUnavailable(f"{self.exe} info failed: {e}") from None
+            raise SourceUnavailable(f"{self.exe} info failed: {e}{_user_note()}") from None
         if table["chips"]:
             chip = self._pick(table)
             if chip is None:
