@@ -16,8 +16,16 @@ from harness.platforms import PLATFORMS
 DEFAULT_DATA_DIR = os.environ.get("HARNESS_DATA_DIR", str(Path.home() / ".cache" / "ms-pt-harness" / "data"))
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line (`error: ...` and where to look), exit code 2."""
+
+    def error(self, message: str):
+        print(f"error: {self.prog}: {message}; see `{self.prog} --help`", file=sys.stderr)
+        sys.exit(2)
+
+
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m harness", description=__doc__)
+    p = _Parser(prog="python -m harness", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     r = sub.add_parser("run", help="run a profile's cells, each in its own process")
@@ -125,6 +133,7 @@ def _results(args) -> int:
 
     store = RunStore(args.run)
     store.require_run()
+    store.read_meta()  # a run.json this harness can read (schema, keys) before its results are shown
     results = store.results()
     for r in results:
         if r.get("corrupt"):

@@ -14,12 +14,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness import matrix_check
 from harness.errors import HarnessError
 
 DEFAULT_MATRIX = Path(__file__).with_name("matrix.toml")
-RULE_KEYS = {"model", "op", "framework", "mode", "amp", "devices", "platform", "dtype", "direction", "profile"}
-PROFILE_KEYS = {"description", "models", "operators", "frameworks", "modes", "amp", "devices", "dtypes", "directions",
-                "repeats", "timeout_s"}
 
 
 @dataclass
@@ -156,34 +154,5 @@ def load(path: str | Path | None = None) -> Matrix:
         raise HarnessError(f"matrix file {path} does not exist; pass an existing file to --matrix") from None
     except tomllib.TOMLDecodeError as e:
         raise HarnessError(f"matrix file {path} is not valid TOML ({e}); fix that line") from None
-    _validate(path, data)
+    matrix_check.validate(path, data)
     return Matrix(path, data)
-
-
-def _validate(path: Path, data: dict[str, Any]) -> None:
-    """Catch typos early: a misspelt key would otherwise silently select nothing."""
-    axes = data.get("axes", {})
-    for section in ("exclude", "skip"):
-        for i, rule in enumerate(data.get(section, [])):
-            bad = set(rule) - RULE_KEYS - {"why"}
-            if bad or "why" not in rule:
-                what = f"unknown key(s) {sorted(bad)}" if bad else "no 'why'"
-                raise HarnessError(f"matrix file {path}: [[{section}]] rule {i + 1} has {what}; "
-                                   f"allowed keys: {sorted(RULE_KEYS)} and 'why'")
-    for name, prof in data.get("profiles", {}).items():
-        bad = set(prof) - PROFILE_KEYS
-        if bad:
-            raise HarnessError(f"matrix file {path}: profile '{name}' has unknown key(s) {sorted(bad)}; "
-                               f"allowed: {sorted(PROFILE_KEYS)}")
-        for key, axis in (("frameworks", "framework"), ("modes", "mode"), ("amp", "amp"), ("devices", "devices")):
-            for v in prof.get(key, []):
-                if v not in axes.get(axis, []):
-                    raise HarnessError(f"matrix file {path}: profile '{name}' {key} has '{v}', "
-                                       f"which is not in [axes] {axis} = {axes.get(axis)}")
-        for m in prof.get("models", []):
-            if m not in data.get("models", {}):
-                raise HarnessError(f"matrix file {path}: profile '{name}' names model '{m}' with no [models.{m}] table")
-        for o in prof.get("operators", []):
-            if o not in data.get("operators", {}):
-                raise HarnessError(f"matrix file {path}: profile '{name}' names operator '{o}' with no "
-                                   f"[operators.{o}] table")

@@ -21,6 +21,7 @@ import jinja2
 
 from harness import claims as claim_rules
 from harness import figures
+from harness.errors import HarnessError
 from harness.store import RunStore
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
@@ -260,7 +261,10 @@ TABLES = ("table1", "time_to_target", "claims", "operators")
 def render(runs: list[Path], out: Path | None = None) -> Path:
     data = collect(runs)
     out = Path(out) if out else Path(runs[0]) / "report"
-    (out / "tables").mkdir(parents=True, exist_ok=True)
+    try:
+        (out / "tables").mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise HarnessError(f"report folder {out} cannot be created ({e.strerror}); choose another with --out") from None
     data["figures"] = make_figures(data, out / "figures")
     html_env, tex_env = _environments()
     tables = {}

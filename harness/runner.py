@@ -29,13 +29,12 @@ from harness import envinfo, eventlog, platforms, scenarios, telemetry
 from harness.errors import HarnessError
 from harness.frameworks import backend as load_backend
 from harness.matrix import Cell, Matrix
-from harness.store import RunStore, write_json_atomic
+from harness.store import SCHEMA, RunStore, write_json_atomic
 
 REPO = Path(__file__).resolve().parent.parent
 KEEP_ON_RESUME = ("ok", "skipped")
 LOG_TAIL_LINES = 40
 KILL_GRACE_S = 5.0
-SCHEMA = 1
 
 
 def _now() -> str:
@@ -54,6 +53,7 @@ def run(matrix: Matrix, profile: str, platform: str, out: Path, *, only: str | N
         data_dir: Path = Path("data"), synthetic: str | None = None, resume: bool = False,
         allow_download: bool = False, log=print) -> int:
     cells = matrix.expand(profile, only)
+    check_out(out)
     n_devices = platforms.require(platform)
     store = RunStore(out)
     fake = _synthetic_datasets(cells, synthetic)
@@ -114,6 +114,20 @@ def run(matrix: Matrix, profile: str, platform: str, out: Path, *, only: str | N
     return 0 if all(s in KEEP_ON_RESUME for s in counts) else 1
 
 
+def check_out(out: Path) -> None:
+    """--out must be a folder, or creatable as one: said before any data is fetched or cell run."""
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise HarnessError(f"--out {out} is a file, not a folder; choose a folder (new, or a run folder with --resume)")
+    parent = out
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir():
+        raise HarnessError(f"--out {out} cannot be created: {parent} is a file; choose another folder")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise HarnessError(f"--out {out} cannot be created: {parent} is not writable; choose a folder you can write")
+
+
 def _synthetic_datasets(cells: list[Cell], synthetic: str | None) -> set[str]:
     """--synthetic alone means every dataset; --synthetic cifar10,multi30k names some."""
     used = {c.spec["dataset"] for c in cells if c.spec.get("dataset")}
@@ -138,10 +152,15 @@ def _claim(store: RunStore, matrix: Matrix, profile: str, platform: str, synthet
             if meta.get(key) != want:
                 raise HarnessError(f"{store.root} holds a run with {key}={meta.get(key)}, not {want}; "
                                    f"--resume continues the same kind of run only, choose a new --out")
+        store.results()  # every result readable by this harness (a newer schema is refused) before anything runs
         return meta
     if store.root.exists() and any(store.root.iterdir()):
         raise HarnessError(f"{store.root} exists and is not empty; choose a new --out folder")
-    store.root.mkdir(parents=True, exist_ok=True)
+    try:
+        store.root.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise HarnessError(f"--out {store.root} cannot be created ({e.strerror}); "
+                           f"choose a folder you can write") from None
     meta = {"schema": SCHEMA, "platform": platform, "profile": profile, "synthetic": synthetic,
             "matrix": str(matrix.path), "matrix_sha256": hashlib.sha256(matrix.path.read_bytes()).hexdigest(),
             "created_at": _now(), "invocations": []}
