@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness import matrix_check
+from harness import cellid, matrix_check
 from harness.errors import HarnessError
 
 DEFAULT_MATRIX = Path(__file__).with_name("matrix.toml")
@@ -89,7 +89,7 @@ class Matrix:
                 if self._excluded(axes):
                     continue
                 kind = "model" if dev == 1 else "scaling"
-                cells.append(Cell(id=f"{kind}/{model}/{fw}/{mode}/amp-{amp}/{dev}dev", kind=kind, model=model,
+                cells.append(Cell(id=cellid.model_id(model, fw, mode, amp, dev), kind=kind, model=model,
                                   framework=fw, mode=mode, amp=amp, devices=dev, repeats=repeats,
                                   timeout_s=timeout, seed=seed, spec=dict(spec)))
         for op in prof.get("operators", []):
@@ -116,8 +116,7 @@ class Matrix:
                     continue
                 for values in itertools.product(*(sweep[n] for n in names)):
                     shape = dict(zip(names, values, strict=False))
-                    tag = "-".join(f"{n}{v}" for n, v in shape.items())
-                    out.append(Cell(id=f"operator/{op}/{fw}/{mode}/{dtype}/{direction}/{tag}", kind="operator",
+                    out.append(Cell(id=cellid.operator_id(op, fw, mode, dtype, direction, shape), kind="operator",
                                     op=op, framework=fw, mode=mode, amp="off", devices=1, repeats=repeats,
                                     timeout_s=timeout, seed=seed,
                                     spec={"title": ospec.get("title", op), "shape": shape,

@@ -24,8 +24,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from harness import cellid, envinfo, eventlog, platforms, scenarios, telemetry
 from harness import data as datasets
-from harness import envinfo, eventlog, platforms, scenarios, telemetry
 from harness.errors import HarnessError
 from harness.frameworks import backend as load_backend
 from harness.matrix import Cell, Matrix
@@ -248,7 +248,7 @@ def _run_child(store: RunStore, cell: Cell, repeat: int, platform: str, folders:
     if result["status"] not in ("ok", "skipped"):
         result["log_tail"] = _tail(log_path)
     scenario = scenarios.for_kind(cell.kind)
-    if hasattr(scenario, "summarise") and result["status"] != "skipped":
+    if scenario is not None and result["status"] != "skipped":
         # Measurements come from the event log, also for a cell that died: nothing measured is lost.
         result.update(scenario.summarise(eventlog.read(events_path), cell))
     return result
@@ -280,7 +280,7 @@ def _collect_ranks(store: RunStore, cell: Cell, repeat: int, result: dict, rc: i
         tails = [f"--- {p.name} ---\n{_tail(p, LOG_TAIL_LINES // 2)}" for p in rank_logs]
         result["log_tail"] = "\n".join(tails + [f"--- launcher ---\n{_tail(store.path(cell.id, repeat, '.log'), 10)}"])
     scenario = scenarios.for_kind(cell.kind)
-    if not hasattr(scenario, "summarise") or result["status"] == "skipped":
+    if scenario is None or result["status"] == "skipped":
         return result
     per_rank = {int(p.name.split(".")[1][4:]): scenario.summarise(eventlog.read(p), cell)
                 for p in cell_dir.glob(f"r{repeat}.rank*.events.jsonl")}
@@ -293,7 +293,7 @@ def _collect_ranks(store: RunStore, cell: Cell, repeat: int, result: dict, rc: i
     result["global_throughput"] = result["mean_throughput_other_epochs"]
     result["per_device_throughput"] = (result["global_throughput"] / cell.devices
                                        if result["global_throughput"] is not None else None)
-    single = store.read_result(cell.id.replace("scaling/", "model/", 1).rsplit("/", 1)[0] + "/1dev", repeat)
+    single = store.read_result(cellid.single_device(cell.id), repeat)
     base = single.get("mean_throughput_other_epochs") if single and single.get("status") == "ok" else None
     result["efficiency"] = result["per_device_throughput"] / base if base and result["per_device_throughput"] else None
     return result
