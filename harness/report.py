@@ -22,7 +22,7 @@ import jinja2
 from harness import claims as claim_rules
 from harness import figures
 from harness.errors import HarnessError
-from harness.store import RunStore
+from harness.store import RunStore, write_atomic
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 _LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
@@ -270,7 +270,7 @@ def render(runs: list[Path], out: Path | None = None) -> Path:
     tables = {}
     for name in TABLES:
         tables[name] = tex_env.get_template(f"{name}.tex.j2").render(**data)
-        (out / "tables" / f"{name}.tex").write_text(tables[name])
-    (out / "report.tex").write_text(tex_env.get_template("report.tex.j2").render(tables=tables, **data))
-    (out / "report.html").write_text(html_env.get_template("report.html.j2").render(**data))
+        write_atomic(out / "tables" / f"{name}.tex", tables[name])
+    write_atomic(out / "report.tex", tex_env.get_template("report.tex.j2").render(tables=tables, **data))
+    write_atomic(out / "report.html", html_env.get_template("report.html.j2").render(**data))
     return out / "report.html"

@@ -29,12 +29,15 @@ from harness import data as datasets
 from harness.errors import HarnessError
 from harness.frameworks import backend as load_backend
 from harness.matrix import Cell, Matrix
+from harness.progress import EpochLines, RunProgress
 from harness.store import SCHEMA, RunStore, write_json_atomic
 
 REPO = Path(__file__).resolve().parent.parent
 KEEP_ON_RESUME = ("ok", "skipped")
 LOG_TAIL_LINES = 40
 KILL_GRACE_S = 5.0
+PORT_TRIES = 3
+PROGRESS_POLL_S = 1.0
 
 
 def _now() -> str:
@@ -67,14 +70,14 @@ def run(matrix: Matrix, profile: str, platform: str, out: Path, *, only: str | N
     meta["invocations"].append(invocation)
     store.write_meta(meta)
     old = {sig: signal.signal(sig, _raise_interrupted) for sig in (signal.SIGINT, signal.SIGTERM)}
-    t_run = time.monotonic()
+    progress = RunProgress(len(todo))
     counts: dict[str, int] = {}
     try:
         for i, (cell, repeat) in enumerate(todo, 1):
             head = f"[{i}/{len(todo)}] {cell.id} r{repeat}"
             prev = store.read_result(cell.id, repeat)
             if prev is not None and prev.get("status") in KEEP_ON_RESUME:
-                log(f"{head}: kept ({prev['status']}) from an earlier invocation")
+                log(f"{head}: kept ({prev['status']}) from an earlier invocation; {progress.finished()}")
                 counts[prev["status"]] = counts.get(prev["status"], 0) + 1
                 continue
             reason = matrix.skip_reason(cell, platform) or _too_few_devices(cell, n_devices, platform)
@@ -88,7 +91,8 @@ def run(matrix: Matrix, profile: str, platform: str, out: Path, *, only: str | N
             else:
                 log(f"{head}: running (timeout {cell.timeout_s:.0f} s)")
                 try:
-                    result = _run_child(store, cell, repeat, platform, folders, cell.spec.get("dataset") in fake)
+                    result = _run_child(store, cell, repeat, platform, folders, cell.spec.get("dataset") in fake,
+                                        log)
                 except Interrupted:
                     raise
                 except Exception as e:  # noqa: BLE001 - a cell that cannot run is a failed cell; the run goes on
@@ -96,9 +100,10 @@ def run(matrix: Matrix, profile: str, platform: str, out: Path, *, only: str | N
                         "status": "failed", "reason": f"the cell could not be run: {type(e).__name__}: {e}"[:500]}
             store.write_result(cell.id, repeat, result)
             counts[result["status"]] = counts.get(result["status"], 0) + 1
-            tail = f": {result['reason']}" if result.get("reason") else ""
-            log(f"{head}: {result['status']} in {time.monotonic() - t:.1f} s "
-                f"(run {time.monotonic() - t_run:.0f} s){tail}")
+            tail = f" ({str(result['reason']).splitlines()[0][:200]})" if result.get("reason") else ""
+            took = time.monotonic() - t
+            log(f"{head}: {result['status']} in {took:.1f} s{tail}; "
+                f"{progress.finished(None if result['status'] == 'skipped' else took)}")
     except Interrupted as e:
         invocation["interrupted"] = True
         log(f"interrupted ({e}); finished cells are kept in {out}; continue with --resume")
@@ -192,7 +197,8 @@ def _base(cell: Cell, repeat: int, platform: str, synthetic: bool) -> dict[str, 
             **telemetry.null_keys()}
 
 
-def _run_child(store: RunStore, cell: Cell, repeat: int, platform: str, folders: dict, synthetic: bool) -> dict:
+def _run_child(store: RunStore, cell: Cell, repeat: int, platform: str, folders: dict, synthetic: bool,
+               log=None) -> dict:
     spec_path = store.path(cell.id, repeat, ".spec.json")
     child_result = store.path(cell.id, repeat, ".child.json")
     events_path = store.path(cell.id, repeat, ".events.jsonl")
@@ -209,30 +215,34 @@ def _run_child(store: RunStore, cell: Cell, repeat: int, platform: str, folders:
     env = {**os.environ, **process_env, "PYTHONUNBUFFERED": "1",
            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
            "PATH": os.pathsep.join(filter(None, [str(_interpreter_bin(store)), os.environ.get("PATH")]))}
-    if cell.devices > 1:  # the framework's own launcher starts one process per device
-        port = int(os.environ.get("HARNESS_MASTER_PORT") or _free_port())
-        argv = backend.launch_argv(cell.devices, str(spec_path), port, str(cell_dir / f"r{repeat}.launcher"),
-                                   _multi_node())
-    else:
-        argv = [sys.executable, "-m", "harness.child", str(spec_path)]
-    result = _base(cell, repeat, platform, synthetic) | {"started_at": _now(), "launcher": argv[:3]}
-    t = time.monotonic()
-    with open(log_path, "wb") as logf:
-        # cwd = the cell's folder: frameworks drop files (MindSpore's rank_0/, kernel_meta/) into it.
+    fixed_port = os.environ.get("HARNESS_MASTER_PORT")
+    # Epoch lines from the event log as it grows (rank 0's for a multi-process cell).
+    watch = (events_path if cell.devices == 1 else store.path(cell.id, repeat, ".rank0.events.jsonl"),
+             EpochLines(cell.spec, log)) if log is not None and cell.kind != "operator" else None
+    retries = 0
+    for attempt in range(1, PORT_TRIES + 1):
+        if cell.devices > 1:  # the framework's own launcher starts one process per device
+            # A port found free can be taken by another process before the launcher binds it: on a clash the
+            # cell is started again with another port (a fixed HARNESS_MASTER_PORT is never changed).
+            port = int(fixed_port or _free_port())
+            argv = backend.launch_argv(cell.devices, str(spec_path), port, str(cell_dir / f"r{repeat}.launcher"),
+                                       _multi_node())
+        else:
+            argv = [sys.executable, "-m", "harness.child", str(spec_path)]
+        result = _base(cell, repeat, platform, synthetic) | {"started_at": _now(), "launcher": argv[:3]}
+        t = time.monotonic()
         try:
-            proc = subprocess.Popen(argv, stdout=logf, stderr=subprocess.STDOUT, cwd=cell_dir, env=env,
-                                    start_new_session=True)
+            rc = _launch(argv, log_path, cell_dir, env, cell.timeout_s, watch)
         except OSError as e:  # launcher missing, not executable, bad argv: this cell fails, the run goes on
             return result | {"finished_at": _now(), "elapsed_s": 0.0, "exit_code": None, "signal": None,
                              "status": "failed", "reason": f"could not start {argv[0]}: {e}"[:500]}
-        try:
-            rc = proc.wait(timeout=cell.timeout_s)
-        except subprocess.TimeoutExpired:
-            rc = None
-        except BaseException:
-            _kill_group(proc)
-            raise
-        _kill_group(proc)  # also after a normal exit: a launcher's worker must not outlive its cell
+        if cell.devices == 1 or fixed_port or rc == 0 or attempt == PORT_TRIES or not _port_clash(cell_dir, repeat):
+            break
+        retries = attempt
+        for stale in (events_path, *cell_dir.glob(f"r{repeat}.rank*")):
+            stale.unlink(missing_ok=True)
+    if retries:
+        result["port_retries"] = retries
     result["finished_at"] = _now()
     result["elapsed_s"] = time.monotonic() - t
     result["exit_code"] = rc if rc is None or rc >= 0 else None
@@ -319,6 +329,57 @@ def _interpreter_bin(store: RunStore) -> Path:
             tmp.chmod(0o755)
             os.replace(tmp, shim)
     return folder
+
+
+def _launch(argv: list[str], log_path: Path, cell_dir: Path, env: dict, timeout_s: float, watch) -> int | None:
+    """Start a cell's process (or launcher) in its own session and wait for it: its exit code, None on timeout.
+    `watch` (path, callback): the callback sees each new line of that file as it comes."""
+    with open(log_path, "wb") as logf:
+        # cwd = the cell's folder: frameworks drop files (MindSpore's rank_0/, kernel_meta/) into it.
+        proc = subprocess.Popen(argv, stdout=logf, stderr=subprocess.STDOUT, cwd=cell_dir, env=env,
+                                start_new_session=True)
+        try:
+            rc = _wait(proc, timeout_s, watch)
+        except BaseException:
+            _kill_group(proc)
+            raise
+        _kill_group(proc)  # also after a normal exit: a launcher's worker must not outlive its cell
+    return rc
+
+
+def _wait(proc: subprocess.Popen, timeout_s: float, watch) -> int | None:
+    """Wait for the process (None when it outlives timeout_s), passing new lines of the watched file on."""
+    deadline = time.monotonic() + timeout_s
+    seen = 0
+    while True:
+        try:
+            rc = proc.wait(timeout=min(PROGRESS_POLL_S, max(0.0, deadline - time.monotonic())))
+        except subprocess.TimeoutExpired:
+            rc = None
+        if watch is not None:
+            seen = _new_lines(watch[0], seen, watch[1])
+        if rc is not None:
+            return rc
+        if time.monotonic() >= deadline:
+            return None
+
+
+def _new_lines(path: Path, offset: int, callback) -> int:
+    try:
+        with open(path, "rb") as f:
+            f.seek(offset)
+            chunk = f.read()
+    except OSError:
+        return offset
+    end = chunk.rfind(b"\n") + 1
+    for line in chunk[:end].decode(errors="replace").splitlines():
+        callback(line)
+    return offset + end
+
+
+def _port_clash(cell_dir: Path, repeat: int) -> bool:
+    logs = [*cell_dir.glob(f"r{repeat}.rank*.log"), cell_dir / f"r{repeat}.log"]
+    return any(m in _tail(p, 200) for p in logs for m in ("Address already in use", "EADDRINUSE", "address in use"))
 
 
 def _free_port() -> int:

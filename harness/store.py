@@ -31,19 +31,25 @@ NUMERIC_KEYS = ("first_epoch_throughput", "mean_throughput_other_epochs", "time_
                 "test_metric", "throughput", "global_throughput", "per_device_throughput", "efficiency")
 
 
-def write_json_atomic(path: str | Path, obj: Any) -> None:
+def write_atomic(path: str | Path, content: str | bytes) -> None:
+    """Write a file so that a reader (or a crash) sees the old file or the new one, never half of one."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(obj, f, indent=1, sort_keys=True, default=str)
+        with os.fdopen(fd, "wb") as f:
+            f.write(content.encode() if isinstance(content, str) else content)
             f.flush()
             os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+
+
+def write_json_atomic(path: str | Path, obj: Any) -> None:
+    write_atomic(path, json.dumps(obj, indent=1, sort_keys=True, default=str))
 
 
 def check_schema(path: Path, obj: dict[str, Any]) -> None:
