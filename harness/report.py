@@ -19,8 +19,8 @@ from typing import Any
 
 import jinja2
 
+from harness import arith, figures
 from harness import claims as claim_rules
-from harness import figures
 from harness.errors import HarnessError
 from harness.store import RunStore, write_atomic
 
@@ -223,7 +223,7 @@ def operator_ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         pt = entry["throughput"].get("pytorch/eager")
         for mode in ("graph", "pynative"):
             ms = entry["throughput"].get(f"mindspore/{mode}")
-            entry[f"ratio_{mode}"] = ms / pt if pt and ms else None
+            entry[f"ratio_{mode}"] = arith.ratio(ms, pt) if ms else None
         out.append(entry)
     return sorted(out, key=lambda e: (e["host"], e["op"], e["dtype"], e["direction"], e["params"]))
 

@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from harness import cellid, envinfo, eventlog, platforms, scenarios, telemetry
+from harness import arith, cellid, envinfo, eventlog, platforms, scenarios, telemetry
 from harness import data as datasets
 from harness.errors import HarnessError
 from harness.frameworks import backend as load_backend
@@ -301,11 +301,10 @@ def _collect_ranks(store: RunStore, cell: Cell, repeat: int, result: dict, rc: i
         result[key] = sum(values) if len(values) == cell.devices else None  # global: every rank's samples
     result["rank_throughput"] = {r: s.get("mean_throughput_other_epochs") for r, s in sorted(per_rank.items())}
     result["global_throughput"] = result["mean_throughput_other_epochs"]
-    result["per_device_throughput"] = (result["global_throughput"] / cell.devices
-                                       if result["global_throughput"] is not None else None)
+    result["per_device_throughput"] = arith.per_device(result["global_throughput"], cell.devices)
     single = store.read_result(cellid.single_device(cell.id), repeat)
     base = single.get("mean_throughput_other_epochs") if single and single.get("status") == "ok" else None
-    result["efficiency"] = result["per_device_throughput"] / base if base and result["per_device_throughput"] else None
+    result["efficiency"] = arith.efficiency(result["per_device_throughput"], base)
     return result
 
 
