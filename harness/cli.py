@@ -42,6 +42,9 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--download", action="store_true", help="fetch missing dataset files into --data-dir (verified)")
     r.add_argument("--resume", action="store_true", help="keep cells already ok, run the rest")
     r.add_argument("--matrix", type=Path, help="another matrix file (default: harness/matrix.toml)")
+    r.add_argument("--shard", metavar="K/N", help="run only the K-th of N deterministic slices of the profile's cells "
+                                                  "(round robin over the cell list), into its own --out; `report` "
+                                                  "merges the N folders")
 
     ls = sub.add_parser("list", help="the cell ids a profile expands to")
     ls.add_argument("--profile", default="quick")
@@ -83,7 +86,7 @@ def _run(args) -> int:
 
     m = matrix_mod.load(args.matrix)
     return runner.run(m, args.profile, args.platform, args.out, only=args.only, data_dir=args.data_dir,
-                      synthetic=args.synthetic, resume=args.resume, allow_download=args.download,
+                      synthetic=args.synthetic, resume=args.resume, allow_download=args.download, shard=args.shard,
                       log=lambda s: print(s, file=sys.stderr, flush=True))
 
 

@@ -155,3 +155,14 @@ def load(path: str | Path | None = None) -> Matrix:
         raise HarnessError(f"matrix file {path} is not valid TOML ({e}); fix that line") from None
     matrix_check.validate(path, data)
     return Matrix(path, data)
+
+
+def shard(cells: list[Cell], spec: str | None) -> list[Cell]:
+    """The K-th of N slices ("K/N", 1-based) of a cell list: every N-th cell from the K-th, so each slice gets a
+    share of every model and framework, and the same matrix and options always give the same slices."""
+    if spec is None:
+        return cells
+    k, sep, n = spec.partition("/")
+    if not (sep and k.isdigit() and n.isdigit() and 1 <= int(k) <= int(n)):
+        raise HarnessError(f"--shard '{spec}' is not K/N with 1 <= K <= N (e.g. --shard 2/8)")
+    return cells[int(k) - 1::int(n)]

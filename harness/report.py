@@ -75,7 +75,9 @@ def _host_labels(runs: list[tuple[Path, dict, dict]]) -> list[str]:
     """platform, or 'platform (hostname)' where two runs with different hosts share a platform."""
     hosts_per_platform: dict[str, set] = {}
     for _, meta, env in runs:
-        hosts_per_platform.setdefault(meta.get("platform", "?"), set()).add(env.get("hostname"))
+        # Shards (run --shard K/N) of one profile are one measurement spread over hosts: they merge.
+        host = "shards" if meta.get("shard") else env.get("hostname")
+        hosts_per_platform.setdefault(meta.get("platform", "?"), set()).add(host)
     return [meta.get("platform", "?") if len(hosts_per_platform[meta.get("platform", "?")]) == 1
             else f"{meta.get('platform', '?')} ({env.get('hostname')})" for _, meta, env in runs]
 

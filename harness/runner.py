@@ -26,6 +26,7 @@ from typing import Any
 
 from harness import arith, cellid, envinfo, eventlog, platforms, scenarios, telemetry
 from harness import data as datasets
+from harness import matrix as matrix_mod
 from harness.errors import HarnessError
 from harness.frameworks import backend as load_backend
 from harness.matrix import Cell, Matrix
@@ -54,14 +55,18 @@ def _raise_interrupted(signum, frame):
 
 def run(matrix: Matrix, profile: str, platform: str, out: Path, *, only: str | None = None,
         data_dir: Path = Path("data"), synthetic: str | None = None, resume: bool = False,
-        allow_download: bool = False, log=print) -> int:
-    cells = matrix.expand(profile, only)
+        allow_download: bool = False, shard: str | None = None, log=print) -> int:
+    cells = matrix_mod.shard(matrix.expand(profile, only), shard)
+    if not cells:
+        raise HarnessError(f"--shard {shard} holds no cell of the {len(matrix.expand(profile, only))} selected; "
+                           f"use fewer shards")
     check_out(out)
     n_devices = platforms.require(platform)
     store = RunStore(out)
     fake = _synthetic_datasets(cells, synthetic)
     folders = _prepare_data([c for c in cells if c.spec.get("dataset") not in fake], data_dir, allow_download)
-    meta = _claim(store, matrix, profile, platform, synthetic, resume)  # after every input check: no stray folder
+    # After every input check: a refused run leaves no stray folder.
+    meta = _claim(store, matrix, profile, platform, synthetic, resume, shard)
     env = envinfo.capture() | {"run_started_at": _now(), "run_finished_at": None}
     write_json_atomic(out / "env.json", env)
 
@@ -147,13 +152,14 @@ def _synthetic_datasets(cells: list[Cell], synthetic: str | None) -> set[str]:
 
 
 def _claim(store: RunStore, matrix: Matrix, profile: str, platform: str, synthetic: str | None,
-           resume: bool) -> dict:
+           resume: bool, shard: str | None = None) -> dict:
     """Create the run folder, or check that --resume continues a run of the same kind."""
     if store.is_run():
         meta = store.read_meta()
         if not resume:
             raise HarnessError(f"{store.root} already holds a run; continue it with --resume or choose a new --out")
-        for key, want in (("platform", platform), ("profile", profile), ("synthetic", synthetic)):
+        for key, want in (("platform", platform), ("profile", profile), ("synthetic", synthetic),
+                          ("shard", shard)):
             if meta.get(key) != want:
                 raise HarnessError(f"{store.root} holds a run with {key}={meta.get(key)}, not {want}; "
                                    f"--resume continues the same kind of run only, choose a new --out")
@@ -166,7 +172,7 @@ def _claim(store: RunStore, matrix: Matrix, profile: str, platform: str, synthet
     except OSError as e:
         raise HarnessError(f"--out {store.root} cannot be created ({e.strerror}); "
                            f"choose a folder you can write") from None
-    meta = {"schema": SCHEMA, "platform": platform, "profile": profile, "synthetic": synthetic,
+    meta = {"schema": SCHEMA, "platform": platform, "profile": profile, "synthetic": synthetic, "shard": shard,
             "matrix": str(matrix.path), "matrix_sha256": hashlib.sha256(matrix.path.read_bytes()).hexdigest(),
             "created_at": _now(), "invocations": []}
     store.write_meta(meta)

@@ -75,6 +75,12 @@ CASES: list[tuple[str, str, Callable[[Path], list], tuple[str, ...]]] = [
                                             "--synthetic", "cora", "--only", "model/gcn/*"], ("synthetic=all",)),
     ("cli-synthetic-unknown-dataset", H, lambda t: ["run", "--platform", "cpu", "--out", t / "o", "--synthetic",
                                                     "imagenet"], ("dataset 'imagenet'",)),
+    ("cli-shard-not-k-of-n", H, lambda t: ["run", "--platform", "cpu", "--out", t / "o", "--synthetic", "--shard",
+                                           "5/4"], ("--shard '5/4'", "1 <= K <= N")),
+    ("cli-shard-empty", H, lambda t: ["run", "--platform", "cpu", "--out", t / "o", "--synthetic", "--only",
+                                      "model/gcn/pytorch/eager/amp-off/*", "--shard", "2/2"], ("holds no cell",)),
+    ("cli-resume-other-shard", H, lambda t: ["run", "--platform", "cpu", "--out", measured_run(t), "--synthetic",
+                                             "--resume", "--shard", "1/2"], ("shard=None", "not 1/2")),
     ("cli-matrix-missing", H, lambda t: ["list", "--matrix", t / "none.toml"], ("does not exist",)),
     # --- reproduce.sh ------------------------------------------------------------------------------------------
     ("sh-unknown-platform", SH, lambda t: ["tpu"], ("unknown platform 'tpu'", "cpu, cuda or ascend")),

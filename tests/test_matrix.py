@@ -119,3 +119,13 @@ def test_profile_settings_merge_into_the_model_spec():
     spec = matrix.model_spec({"hparams": {"lr": 0.1, "batch": 128}, "profile": {"quick": {
         "epochs": 2, "train_samples": 512, "hparams": {"batch": 32}}}}, "quick")
     assert spec == {"hparams": {"lr": 0.1, "batch": 32}, "epochs": 2, "train_samples": 512}
+
+
+def test_shards_split_a_profile_deterministically_into_disjoint_balanced_slices():
+    cells = matrix.load().expand("quick")
+    slices = [matrix.shard(matrix.load().expand("quick"), f"{k}/4") for k in range(1, 5)]
+    ids = [c.id for s in slices for c in s]
+    assert sorted(ids) == sorted(c.id for c in cells) and len(set(ids)) == len(ids)
+    assert max(map(len, slices)) - min(map(len, slices)) <= 1
+    assert [c.id for c in matrix.shard(cells, "2/4")] == [c.id for c in slices[1]]
+    assert {c.framework for c in slices[0]} == {"pytorch", "mindspore"}
