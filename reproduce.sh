@@ -50,7 +50,7 @@ case "$platform" in
   cpu|cuda|ascend) shift ;;
   -h|--help) usage; exit 0 ;;
   "") usage; die "no platform given; choose cpu, cuda or ascend" ;;
-  *) usage; die "unknown platform '$platform'; choose cpu, cuda or ascend" ;;
+  *) die "unknown platform '$platform'; choose cpu, cuda or ascend" ;;
 esac
 
 profile=quick
@@ -81,7 +81,7 @@ while [ $# -gt 0 ]; do
     --resume) resume=1; run_args+=(--resume) ;;
     --dry-run) dry=1 ;;
     -h|--help) usage; exit 0 ;;
-    *) usage; die "unknown option '$1'" ;;
+    *) die "unknown option '$1'; see ./reproduce.sh --help" ;;
   esac
   shift
 done
@@ -199,7 +199,9 @@ if [ "$where" = native ]; then
       echo "reproduce.sh: making $venv from $lock (hash-checked; torch and mindspore are large)" >&2
       "$base" -m venv "$venv"
       # One retry per index: the lock names the PyTorch CPU index, which an air-gapped host cannot reach.
-      PIP_RETRIES="${PIP_RETRIES:-1}" "$venv/bin/python" -m pip install --quiet --require-hashes -r "$lock" \
+      # pip's own progress bars on a terminal (minutes of downloads); quiet in CI logs.
+      quiet=(--quiet); [ -t 2 ] && quiet=(--progress-bar on)
+      PIP_RETRIES="${PIP_RETRIES:-1}" "$venv/bin/python" -m pip install "${quiet[@]}" --require-hashes -r "$lock" \
         || die "installing $lock into $venv failed (see pip's message above); fix the network or the lock and run again"
       echo "$want" > "$stamp"
     fi

@@ -16,8 +16,16 @@ from harness.platforms import PLATFORMS
 DEFAULT_DATA_DIR = os.environ.get("HARNESS_DATA_DIR", str(Path.home() / ".cache" / "ms-pt-harness" / "data"))
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line (`error: ...` and where to look), exit code 2."""
+
+    def error(self, message: str):
+        print(f"error: {self.prog}: {message}; see `{self.prog} --help`", file=sys.stderr)
+        sys.exit(2)
+
+
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m harness", description=__doc__)
+    p = _Parser(prog="python -m harness", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     r = sub.add_parser("run", help="run a profile's cells, each in its own process")
@@ -34,6 +42,9 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--download", action="store_true", help="fetch missing dataset files into --data-dir (verified)")
     r.add_argument("--resume", action="store_true", help="keep cells already ok, run the rest")
     r.add_argument("--matrix", type=Path, help="another matrix file (default: harness/matrix.toml)")
+    r.add_argument("--shard", metavar="K/N", help="run only the K-th of N deterministic slices of the profile's cells "
+                                                  "(round robin over the cell list), into its own --out; `report` "
+                                                  "merges the N folders")
 
     ls = sub.add_parser("list", help="the cell ids a profile expands to")
     ls.add_argument("--profile", default="quick")
@@ -75,7 +86,7 @@ def _run(args) -> int:
 
     m = matrix_mod.load(args.matrix)
     return runner.run(m, args.profile, args.platform, args.out, only=args.only, data_dir=args.data_dir,
-                      synthetic=args.synthetic, resume=args.resume, allow_download=args.download,
+                      synthetic=args.synthetic, resume=args.resume, allow_download=args.download, shard=args.shard,
                       log=lambda s: print(s, file=sys.stderr, flush=True))
 
 
@@ -125,6 +136,7 @@ def _results(args) -> int:
 
     store = RunStore(args.run)
     store.require_run()
+    store.read_meta()  # a run.json this harness can read (schema, keys) before its results are shown
     results = store.results()
     for r in results:
         if r.get("corrupt"):

@@ -18,6 +18,8 @@ from typing import Any
 
 import matplotlib
 
+from harness.store import write_atomic
+
 matplotlib.use("Agg")  # no display: the report renders on servers and in CI
 import matplotlib.pyplot as plt  # noqa: E402
 import matplotlib.ticker  # noqa: E402
@@ -50,7 +52,9 @@ def _legend(fig, axes) -> None:
 def _finish(fig, folder: Path, name: str) -> dict[str, str]:
     """Write NAME.pdf into folder and return the figure as inline SVG (XML prolog and fixed ids dropped)."""
     folder.mkdir(parents=True, exist_ok=True)
-    fig.savefig(folder / f"{name}.pdf", bbox_inches="tight")
+    pdf = io.BytesIO()
+    fig.savefig(pdf, format="pdf", bbox_inches="tight")
+    write_atomic(folder / f"{name}.pdf", pdf.getvalue())
     buf = io.StringIO()
     fig.savefig(buf, format="svg", bbox_inches="tight")
     plt.close(fig)

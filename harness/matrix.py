@@ -14,12 +14,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness import cellid, matrix_check
 from harness.errors import HarnessError
 
 DEFAULT_MATRIX = Path(__file__).with_name("matrix.toml")
-RULE_KEYS = {"model", "op", "framework", "mode", "amp", "devices", "platform", "dtype", "direction", "profile"}
-PROFILE_KEYS = {"description", "models", "operators", "frameworks", "modes", "amp", "devices", "dtypes", "directions",
-                "repeats", "timeout_s"}
 
 
 @dataclass
@@ -91,7 +89,7 @@ class Matrix:
                 if self._excluded(axes):
                     continue
                 kind = "model" if dev == 1 else "scaling"
-                cells.append(Cell(id=f"{kind}/{model}/{fw}/{mode}/amp-{amp}/{dev}dev", kind=kind, model=model,
+                cells.append(Cell(id=cellid.model_id(model, fw, mode, amp, dev), kind=kind, model=model,
                                   framework=fw, mode=mode, amp=amp, devices=dev, repeats=repeats,
                                   timeout_s=timeout, seed=seed, spec=dict(spec)))
         for op in prof.get("operators", []):
@@ -118,8 +116,7 @@ class Matrix:
                     continue
                 for values in itertools.product(*(sweep[n] for n in names)):
                     shape = dict(zip(names, values, strict=False))
-                    tag = "-".join(f"{n}{v}" for n, v in shape.items())
-                    out.append(Cell(id=f"operator/{op}/{fw}/{mode}/{dtype}/{direction}/{tag}", kind="operator",
+                    out.append(Cell(id=cellid.operator_id(op, fw, mode, dtype, direction, shape), kind="operator",
                                     op=op, framework=fw, mode=mode, amp="off", devices=1, repeats=repeats,
                                     timeout_s=timeout, seed=seed,
                                     spec={"title": ospec.get("title", op), "shape": shape,
@@ -156,34 +153,16 @@ def load(path: str | Path | None = None) -> Matrix:
         raise HarnessError(f"matrix file {path} does not exist; pass an existing file to --matrix") from None
     except tomllib.TOMLDecodeError as e:
         raise HarnessError(f"matrix file {path} is not valid TOML ({e}); fix that line") from None
-    _validate(path, data)
+    matrix_check.validate(path, data)
     return Matrix(path, data)
 
 
-def _validate(path: Path, data: dict[str, Any]) -> None:
-    """Catch typos early: a misspelt key would otherwise silently select nothing."""
-    axes = data.get("axes", {})
-    for section in ("exclude", "skip"):
-        for i, rule in enumerate(data.get(section, [])):
-            bad = set(rule) - RULE_KEYS - {"why"}
-            if bad or "why" not in rule:
-                what = f"unknown key(s) {sorted(bad)}" if bad else "no 'why'"
-                raise HarnessError(f"matrix file {path}: [[{section}]] rule {i + 1} has {what}; "
-                                   f"allowed keys: {sorted(RULE_KEYS)} and 'why'")
-    for name, prof in data.get("profiles", {}).items():
-        bad = set(prof) - PROFILE_KEYS
-        if bad:
-            raise HarnessError(f"matrix file {path}: profile '{name}' has unknown key(s) {sorted(bad)}; "
-                               f"allowed: {sorted(PROFILE_KEYS)}")
-        for key, axis in (("frameworks", "framework"), ("modes", "mode"), ("amp", "amp"), ("devices", "devices")):
-            for v in prof.get(key, []):
-                if v not in axes.get(axis, []):
-                    raise HarnessError(f"matrix file {path}: profile '{name}' {key} has '{v}', "
-                                       f"which is not in [axes] {axis} = {axes.get(axis)}")
-        for m in prof.get("models", []):
-            if m not in data.get("models", {}):
-                raise HarnessError(f"matrix file {path}: profile '{name}' names model '{m}' with no [models.{m}] table")
-        for o in prof.get("operators", []):
-            if o not in data.get("operators", {}):
-                raise HarnessError(f"matrix file {path}: profile '{name}' names operator '{o}' with no "
-                                   f"[operators.{o}] table")
+def shard(cells: list[Cell], spec: str | None) -> list[Cell]:
+    """The K-th of N slices ("K/N", 1-based) of a cell list: every N-th cell from the K-th, so each slice gets a
+    share of every model and framework, and the same matrix and options always give the same slices."""
+    if spec is None:
+        return cells
+    k, sep, n = spec.partition("/")
+    if not (sep and k.isdigit() and n.isdigit() and 1 <= int(k) <= int(n)):
+        raise HarnessError(f"--shard '{spec}' is not K/N with 1 <= K <= N (e.g. --shard 2/8)")
+    return cells[int(k) - 1::int(n)]

@@ -19,9 +19,10 @@ from typing import Any
 
 import jinja2
 
+from harness import arith, figures
 from harness import claims as claim_rules
-from harness import figures
-from harness.store import RunStore
+from harness.errors import HarnessError
+from harness.store import RunStore, write_atomic
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 _LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
@@ -74,7 +75,9 @@ def _host_labels(runs: list[tuple[Path, dict, dict]]) -> list[str]:
     """platform, or 'platform (hostname)' where two runs with different hosts share a platform."""
     hosts_per_platform: dict[str, set] = {}
     for _, meta, env in runs:
-        hosts_per_platform.setdefault(meta.get("platform", "?"), set()).add(env.get("hostname"))
+        # Shards (run --shard K/N) of one profile are one measurement spread over hosts: they merge.
+        host = "shards" if meta.get("shard") else env.get("hostname")
+        hosts_per_platform.setdefault(meta.get("platform", "?"), set()).add(host)
     return [meta.get("platform", "?") if len(hosts_per_platform[meta.get("platform", "?")]) == 1
             else f"{meta.get('platform', '?')} ({env.get('hostname')})" for _, meta, env in runs]
 
@@ -222,7 +225,7 @@ def operator_ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         pt = entry["throughput"].get("pytorch/eager")
         for mode in ("graph", "pynative"):
             ms = entry["throughput"].get(f"mindspore/{mode}")
-            entry[f"ratio_{mode}"] = ms / pt if pt and ms else None
+            entry[f"ratio_{mode}"] = arith.ratio(ms, pt) if ms else None
         out.append(entry)
     return sorted(out, key=lambda e: (e["host"], e["op"], e["dtype"], e["direction"], e["params"]))
 
@@ -260,13 +263,16 @@ TABLES = ("table1", "time_to_target", "claims", "operators")
 def render(runs: list[Path], out: Path | None = None) -> Path:
     data = collect(runs)
     out = Path(out) if out else Path(runs[0]) / "report"
-    (out / "tables").mkdir(parents=True, exist_ok=True)
+    try:
+        (out / "tables").mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise HarnessError(f"report folder {out} cannot be created ({e.strerror}); choose another with --out") from None
     data["figures"] = make_figures(data, out / "figures")
     html_env, tex_env = _environments()
     tables = {}
     for name in TABLES:
         tables[name] = tex_env.get_template(f"{name}.tex.j2").render(**data)
-        (out / "tables" / f"{name}.tex").write_text(tables[name])
-    (out / "report.tex").write_text(tex_env.get_template("report.tex.j2").render(tables=tables, **data))
-    (out / "report.html").write_text(html_env.get_template("report.html.j2").render(**data))
+        write_atomic(out / "tables" / f"{name}.tex", tables[name])
+    write_atomic(out / "report.tex", tex_env.get_template("report.tex.j2").render(tables=tables, **data))
+    write_atomic(out / "report.html", html_env.get_template("report.html.j2").render(**data))
     return out / "report.html"

@@ -24,18 +24,21 @@ import time
 from pathlib import Path
 from typing import Any
 
+from harness import arith, cellid, envinfo, eventlog, platforms, scenarios, telemetry
 from harness import data as datasets
-from harness import envinfo, eventlog, platforms, scenarios, telemetry
+from harness import matrix as matrix_mod
 from harness.errors import HarnessError
 from harness.frameworks import backend as load_backend
 from harness.matrix import Cell, Matrix
-from harness.store import RunStore, write_json_atomic
+from harness.progress import EpochLines, RunProgress
+from harness.store import SCHEMA, RunStore, write_json_atomic
 
 REPO = Path(__file__).resolve().parent.parent
 KEEP_ON_RESUME = ("ok", "skipped")
 LOG_TAIL_LINES = 40
 KILL_GRACE_S = 5.0
-SCHEMA = 1
+PORT_TRIES = 3
+PROGRESS_POLL_S = 1.0
 
 
 def _now() -> str:
@@ -52,13 +55,18 @@ def _raise_interrupted(signum, frame):
 
 def run(matrix: Matrix, profile: str, platform: str, out: Path, *, only: str | None = None,
         data_dir: Path = Path("data"), synthetic: str | None = None, resume: bool = False,
-        allow_download: bool = False, log=print) -> int:
-    cells = matrix.expand(profile, only)
+        allow_download: bool = False, shard: str | None = None, log=print) -> int:
+    cells = matrix_mod.shard(matrix.expand(profile, only), shard)
+    if not cells:
+        raise HarnessError(f"--shard {shard} holds no cell of the {len(matrix.expand(profile, only))} selected; "
+                           f"use fewer shards")
+    check_out(out)
     n_devices = platforms.require(platform)
     store = RunStore(out)
     fake = _synthetic_datasets(cells, synthetic)
     folders = _prepare_data([c for c in cells if c.spec.get("dataset") not in fake], data_dir, allow_download)
-    meta = _claim(store, matrix, profile, platform, synthetic, resume)  # after every input check: no stray folder
+    # After every input check: a refused run leaves no stray folder.
+    meta = _claim(store, matrix, profile, platform, synthetic, resume, shard)
     env = envinfo.capture() | {"run_started_at": _now(), "run_finished_at": None}
     write_json_atomic(out / "env.json", env)
 
@@ -67,14 +75,14 @@ def run(matrix: Matrix, profile: str, platform: str, out: Path, *, only: str | N
     meta["invocations"].append(invocation)
     store.write_meta(meta)
     old = {sig: signal.signal(sig, _raise_interrupted) for sig in (signal.SIGINT, signal.SIGTERM)}
-    t_run = time.monotonic()
+    progress = RunProgress(len(todo))
     counts: dict[str, int] = {}
     try:
         for i, (cell, repeat) in enumerate(todo, 1):
             head = f"[{i}/{len(todo)}] {cell.id} r{repeat}"
             prev = store.read_result(cell.id, repeat)
             if prev is not None and prev.get("status") in KEEP_ON_RESUME:
-                log(f"{head}: kept ({prev['status']}) from an earlier invocation")
+                log(f"{head}: kept ({prev['status']}) from an earlier invocation; {progress.finished()}")
                 counts[prev["status"]] = counts.get(prev["status"], 0) + 1
                 continue
             reason = matrix.skip_reason(cell, platform) or _too_few_devices(cell, n_devices, platform)
@@ -88,7 +96,8 @@ def run(matrix: Matrix, profile: str, platform: str, out: Path, *, only: str | N
             else:
                 log(f"{head}: running (timeout {cell.timeout_s:.0f} s)")
                 try:
-                    result = _run_child(store, cell, repeat, platform, folders, cell.spec.get("dataset") in fake)
+                    result = _run_child(store, cell, repeat, platform, folders, cell.spec.get("dataset") in fake,
+                                        log)
                 except Interrupted:
                     raise
                 except Exception as e:  # noqa: BLE001 - a cell that cannot run is a failed cell; the run goes on
@@ -96,9 +105,10 @@ def run(matrix: Matrix, profile: str, platform: str, out: Path, *, only: str | N
                         "status": "failed", "reason": f"the cell could not be run: {type(e).__name__}: {e}"[:500]}
             store.write_result(cell.id, repeat, result)
             counts[result["status"]] = counts.get(result["status"], 0) + 1
-            tail = f": {result['reason']}" if result.get("reason") else ""
-            log(f"{head}: {result['status']} in {time.monotonic() - t:.1f} s "
-                f"(run {time.monotonic() - t_run:.0f} s){tail}")
+            tail = f" ({str(result['reason']).splitlines()[0][:200]})" if result.get("reason") else ""
+            took = time.monotonic() - t
+            log(f"{head}: {result['status']} in {took:.1f} s{tail}; "
+                f"{progress.finished(None if result['status'] == 'skipped' else took)}")
     except Interrupted as e:
         invocation["interrupted"] = True
         log(f"interrupted ({e}); finished cells are kept in {out}; continue with --resume")
@@ -112,6 +122,20 @@ def run(matrix: Matrix, profile: str, platform: str, out: Path, *, only: str | N
     summary = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
     log(f"done: {summary}; results in {out}")
     return 0 if all(s in KEEP_ON_RESUME for s in counts) else 1
+
+
+def check_out(out: Path) -> None:
+    """--out must be a folder, or creatable as one: said before any data is fetched or cell run."""
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise HarnessError(f"--out {out} is a file, not a folder; choose a folder (new, or a run folder with --resume)")
+    parent = out
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir():
+        raise HarnessError(f"--out {out} cannot be created: {parent} is a file; choose another folder")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise HarnessError(f"--out {out} cannot be created: {parent} is not writable; choose a folder you can write")
 
 
 def _synthetic_datasets(cells: list[Cell], synthetic: str | None) -> set[str]:
@@ -128,21 +152,27 @@ def _synthetic_datasets(cells: list[Cell], synthetic: str | None) -> set[str]:
 
 
 def _claim(store: RunStore, matrix: Matrix, profile: str, platform: str, synthetic: str | None,
-           resume: bool) -> dict:
+           resume: bool, shard: str | None = None) -> dict:
     """Create the run folder, or check that --resume continues a run of the same kind."""
     if store.is_run():
         meta = store.read_meta()
         if not resume:
             raise HarnessError(f"{store.root} already holds a run; continue it with --resume or choose a new --out")
-        for key, want in (("platform", platform), ("profile", profile), ("synthetic", synthetic)):
+        for key, want in (("platform", platform), ("profile", profile), ("synthetic", synthetic),
+                          ("shard", shard)):
             if meta.get(key) != want:
                 raise HarnessError(f"{store.root} holds a run with {key}={meta.get(key)}, not {want}; "
                                    f"--resume continues the same kind of run only, choose a new --out")
+        store.results()  # every result readable by this harness (a newer schema is refused) before anything runs
         return meta
     if store.root.exists() and any(store.root.iterdir()):
         raise HarnessError(f"{store.root} exists and is not empty; choose a new --out folder")
-    store.root.mkdir(parents=True, exist_ok=True)
-    meta = {"schema": SCHEMA, "platform": platform, "profile": profile, "synthetic": synthetic,
+    try:
+        store.root.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise HarnessError(f"--out {store.root} cannot be created ({e.strerror}); "
+                           f"choose a folder you can write") from None
+    meta = {"schema": SCHEMA, "platform": platform, "profile": profile, "synthetic": synthetic, "shard": shard,
             "matrix": str(matrix.path), "matrix_sha256": hashlib.sha256(matrix.path.read_bytes()).hexdigest(),
             "created_at": _now(), "invocations": []}
     store.write_meta(meta)
@@ -173,7 +203,8 @@ def _base(cell: Cell, repeat: int, platform: str, synthetic: bool) -> dict[str, 
             **telemetry.null_keys()}
 
 
-def _run_child(store: RunStore, cell: Cell, repeat: int, platform: str, folders: dict, synthetic: bool) -> dict:
+def _run_child(store: RunStore, cell: Cell, repeat: int, platform: str, folders: dict, synthetic: bool,
+               log=None) -> dict:
     spec_path = store.path(cell.id, repeat, ".spec.json")
     child_result = store.path(cell.id, repeat, ".child.json")
     events_path = store.path(cell.id, repeat, ".events.jsonl")
@@ -190,30 +221,34 @@ def _run_child(store: RunStore, cell: Cell, repeat: int, platform: str, folders:
     env = {**os.environ, **process_env, "PYTHONUNBUFFERED": "1",
            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
            "PATH": os.pathsep.join(filter(None, [str(_interpreter_bin(store)), os.environ.get("PATH")]))}
-    if cell.devices > 1:  # the framework's own launcher starts one process per device
-        port = int(os.environ.get("HARNESS_MASTER_PORT") or _free_port())
-        argv = backend.launch_argv(cell.devices, str(spec_path), port, str(cell_dir / f"r{repeat}.launcher"),
-                                   _multi_node())
-    else:
-        argv = [sys.executable, "-m", "harness.child", str(spec_path)]
-    result = _base(cell, repeat, platform, synthetic) | {"started_at": _now(), "launcher": argv[:3]}
-    t = time.monotonic()
-    with open(log_path, "wb") as logf:
-        # cwd = the cell's folder: frameworks drop files (MindSpore's rank_0/, kernel_meta/) into it.
+    fixed_port = os.environ.get("HARNESS_MASTER_PORT")
+    # Epoch lines from the event log as it grows (rank 0's for a multi-process cell).
+    watch = (events_path if cell.devices == 1 else store.path(cell.id, repeat, ".rank0.events.jsonl"),
+             EpochLines(cell.spec, log)) if log is not None and cell.kind != "operator" else None
+    retries = 0
+    for attempt in range(1, PORT_TRIES + 1):
+        if cell.devices > 1:  # the framework's own launcher starts one process per device
+            # A port found free can be taken by another process before the launcher binds it: on a clash the
+            # cell is started again with another port (a fixed HARNESS_MASTER_PORT is never changed).
+            port = int(fixed_port or _free_port())
+            argv = backend.launch_argv(cell.devices, str(spec_path), port, str(cell_dir / f"r{repeat}.launcher"),
+                                       _multi_node())
+        else:
+            argv = [sys.executable, "-m", "harness.child", str(spec_path)]
+        result = _base(cell, repeat, platform, synthetic) | {"started_at": _now(), "launcher": argv[:3]}
+        t = time.monotonic()
         try:
-            proc = subprocess.Popen(argv, stdout=logf, stderr=subprocess.STDOUT, cwd=cell_dir, env=env,
-                                    start_new_session=True)
+            rc = _launch(argv, log_path, cell_dir, env, cell.timeout_s, watch)
         except OSError as e:  # launcher missing, not executable, bad argv: this cell fails, the run goes on
             return result | {"finished_at": _now(), "elapsed_s": 0.0, "exit_code": None, "signal": None,
                              "status": "failed", "reason": f"could not start {argv[0]}: {e}"[:500]}
-        try:
-            rc = proc.wait(timeout=cell.timeout_s)
-        except subprocess.TimeoutExpired:
-            rc = None
-        except BaseException:
-            _kill_group(proc)
-            raise
-        _kill_group(proc)  # also after a normal exit: a launcher's worker must not outlive its cell
+        if cell.devices == 1 or fixed_port or rc == 0 or attempt == PORT_TRIES or not _port_clash(cell_dir, repeat):
+            break
+        retries = attempt
+        for stale in (events_path, *cell_dir.glob(f"r{repeat}.rank*")):
+            stale.unlink(missing_ok=True)
+    if retries:
+        result["port_retries"] = retries
     result["finished_at"] = _now()
     result["elapsed_s"] = time.monotonic() - t
     result["exit_code"] = rc if rc is None or rc >= 0 else None
@@ -229,7 +264,7 @@ def _run_child(store: RunStore, cell: Cell, repeat: int, platform: str, folders:
     if result["status"] not in ("ok", "skipped"):
         result["log_tail"] = _tail(log_path)
     scenario = scenarios.for_kind(cell.kind)
-    if hasattr(scenario, "summarise") and result["status"] != "skipped":
+    if scenario is not None and result["status"] != "skipped":
         # Measurements come from the event log, also for a cell that died: nothing measured is lost.
         result.update(scenario.summarise(eventlog.read(events_path), cell))
     return result
@@ -261,7 +296,7 @@ def _collect_ranks(store: RunStore, cell: Cell, repeat: int, result: dict, rc: i
         tails = [f"--- {p.name} ---\n{_tail(p, LOG_TAIL_LINES // 2)}" for p in rank_logs]
         result["log_tail"] = "\n".join(tails + [f"--- launcher ---\n{_tail(store.path(cell.id, repeat, '.log'), 10)}"])
     scenario = scenarios.for_kind(cell.kind)
-    if not hasattr(scenario, "summarise") or result["status"] == "skipped":
+    if scenario is None or result["status"] == "skipped":
         return result
     per_rank = {int(p.name.split(".")[1][4:]): scenario.summarise(eventlog.read(p), cell)
                 for p in cell_dir.glob(f"r{repeat}.rank*.events.jsonl")}
@@ -272,11 +307,10 @@ def _collect_ranks(store: RunStore, cell: Cell, repeat: int, result: dict, rc: i
         result[key] = sum(values) if len(values) == cell.devices else None  # global: every rank's samples
     result["rank_throughput"] = {r: s.get("mean_throughput_other_epochs") for r, s in sorted(per_rank.items())}
     result["global_throughput"] = result["mean_throughput_other_epochs"]
-    result["per_device_throughput"] = (result["global_throughput"] / cell.devices
-                                       if result["global_throughput"] is not None else None)
-    single = store.read_result(cell.id.replace("scaling/", "model/", 1).rsplit("/", 1)[0] + "/1dev", repeat)
+    result["per_device_throughput"] = arith.per_device(result["global_throughput"], cell.devices)
+    single = store.read_result(cellid.single_device(cell.id), repeat)
     base = single.get("mean_throughput_other_epochs") if single and single.get("status") == "ok" else None
-    result["efficiency"] = result["per_device_throughput"] / base if base and result["per_device_throughput"] else None
+    result["efficiency"] = arith.efficiency(result["per_device_throughput"], base)
     return result
 
 
@@ -300,6 +334,57 @@ def _interpreter_bin(store: RunStore) -> Path:
             tmp.chmod(0o755)
             os.replace(tmp, shim)
     return folder
+
+
+def _launch(argv: list[str], log_path: Path, cell_dir: Path, env: dict, timeout_s: float, watch) -> int | None:
+    """Start a cell's process (or launcher) in its own session and wait for it: its exit code, None on timeout.
+    `watch` (path, callback): the callback sees each new line of that file as it comes."""
+    with open(log_path, "wb") as logf:
+        # cwd = the cell's folder: frameworks drop files (MindSpore's rank_0/, kernel_meta/) into it.
+        proc = subprocess.Popen(argv, stdout=logf, stderr=subprocess.STDOUT, cwd=cell_dir, env=env,
+                                start_new_session=True)
+        try:
+            rc = _wait(proc, timeout_s, watch)
+        except BaseException:
+            _kill_group(proc)
+            raise
+        _kill_group(proc)  # also after a normal exit: a launcher's worker must not outlive its cell
+    return rc
+
+
+def _wait(proc: subprocess.Popen, timeout_s: float, watch) -> int | None:
+    """Wait for the process (None when it outlives timeout_s), passing new lines of the watched file on."""
+    deadline = time.monotonic() + timeout_s
+    seen = 0
+    while True:
+        try:
+            rc = proc.wait(timeout=min(PROGRESS_POLL_S, max(0.0, deadline - time.monotonic())))
+        except subprocess.TimeoutExpired:
+            rc = None
+        if watch is not None:
+            seen = _new_lines(watch[0], seen, watch[1])
+        if rc is not None:
+            return rc
+        if time.monotonic() >= deadline:
+            return None
+
+
+def _new_lines(path: Path, offset: int, callback) -> int:
+    try:
+        with open(path, "rb") as f:
+            f.seek(offset)
+            chunk = f.read()
+    except OSError:
+        return offset
+    end = chunk.rfind(b"\n") + 1
+    for line in chunk[:end].decode(errors="replace").splitlines():
+        callback(line)
+    return offset + end
+
+
+def _port_clash(cell_dir: Path, repeat: int) -> bool:
+    logs = [*cell_dir.glob(f"r{repeat}.rank*.log"), cell_dir / f"r{repeat}.log"]
+    return any(m in _tail(p, 200) for p in logs for m in ("Address already in use", "EADDRINUSE", "address in use"))
 
 
 def _free_port() -> int:

@@ -24,21 +24,42 @@ from typing import Any
 from harness.errors import HarnessError
 
 RESULT_RE = re.compile(r"^r(\d+)\.json$")
+SCHEMA = 1   # the newest run.json and result schema this harness writes and reads
+META_KEYS = ("platform", "profile")   # what every reader of run.json relies on
+# Result keys that hold a number or null: a file holding anything else there is read as corrupt, not trusted.
+NUMERIC_KEYS = ("first_epoch_throughput", "mean_throughput_other_epochs", "time_to_target_s", "best_metric",
+                "test_metric", "throughput", "global_throughput", "per_device_throughput", "efficiency")
 
 
-def write_json_atomic(path: str | Path, obj: Any) -> None:
+def write_atomic(path: str | Path, content: str | bytes) -> None:
+    """Write a file so that a reader (or a crash) sees the old file or the new one, never half of one."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(obj, f, indent=1, sort_keys=True, default=str)
+        with os.fdopen(fd, "wb") as f:
+            f.write(content.encode() if isinstance(content, str) else content)
             f.flush()
             os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+
+
+def write_json_atomic(path: str | Path, obj: Any) -> None:
+    write_atomic(path, json.dumps(obj, indent=1, sort_keys=True, default=str))
+
+
+def check_schema(path: Path, obj: dict[str, Any]) -> None:
+    """Refuse a file written by a newer harness: its fields may mean something this one does not know."""
+    schema = obj.get("schema", SCHEMA)
+    if not isinstance(schema, int) or isinstance(schema, bool):
+        raise HarnessError(f"{path}: schema is {schema!r}, not a number; the file was edited, restore it")
+    if schema > SCHEMA:
+        raise HarnessError(f"{path} has schema {schema}, newer than this harness reads ({SCHEMA}); "
+                           f"update the harness (git pull) to read it")
 
 
 class RunStore:
@@ -56,20 +77,29 @@ class RunStore:
                                f"`python -m harness run`")
 
     def read_meta(self) -> dict[str, Any]:
+        path = self.root / "run.json"
         try:
-            return json.loads((self.root / "run.json").read_text())
+            meta = json.loads(path.read_text())
         except (OSError, json.JSONDecodeError) as e:
-            raise HarnessError(f"{self.root / 'run.json'} cannot be read ({e}); "
-                               f"the folder is not a usable run") from None
+            raise HarnessError(f"{path} cannot be read ({e}); the folder is not a usable run") from None
+        if not isinstance(meta, dict):
+            raise HarnessError(f"{path} holds {type(meta).__name__}, not an object; the folder is not a usable run")
+        check_schema(path, meta)
+        missing = [k for k in META_KEYS if not isinstance(meta.get(k), str)]
+        if missing:
+            raise HarnessError(f"{path} lacks {', '.join(map(repr, missing))}; it was not written by "
+                               f"`python -m harness run` (or was edited): restore it, or re-run into a new --out")
+        return meta
 
     def write_meta(self, meta: dict[str, Any]) -> None:
         write_json_atomic(self.root / "run.json", meta)
 
     def read_env(self) -> dict[str, Any]:
         try:
-            return json.loads((self.root / "env.json").read_text())
+            env = json.loads((self.root / "env.json").read_text())
         except (OSError, json.JSONDecodeError):
             return {}
+        return env if isinstance(env, dict) else {}
 
     # -- cells ---------------------------------------------------------------------------------
     def cell_dir(self, cell_id: str) -> Path:
@@ -88,9 +118,14 @@ class RunStore:
     def _load(self, path: Path, cell_id: str, repeat: int) -> dict[str, Any]:
         try:
             obj = json.loads(path.read_text())
-            if not isinstance(obj, dict) or "status" not in obj:
+            if not isinstance(obj, dict) or not isinstance(obj.get("status"), str):
                 raise ValueError("not a cell result object")
-            return obj
+            check_schema(path, obj)
+            bad = [k for k in NUMERIC_KEYS if obj.get(k) is not None
+                   and (isinstance(obj[k], bool) or not isinstance(obj[k], int | float))]
+            if bad:
+                raise ValueError(f"{', '.join(bad)} not a number")
+            return {**obj, "cell": cell_id, "repeat": repeat}   # the path is the truth
         except (OSError, ValueError) as e:
             return {"cell": cell_id, "repeat": repeat, "status": "failed", "corrupt": True,
                     "reason": f"corrupt result file {path} ({e}); re-run the cell with --resume"}

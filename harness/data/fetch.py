@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 import tempfile
 import urllib.request
 from pathlib import Path
 
 from harness.errors import HarnessError
+from harness.progress import Download
 
 
 def sha256_file(path: Path) -> str:
@@ -33,7 +33,12 @@ def download(url: str, dest: Path, expected: str, dataset: str = "", timeout_s: 
     fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".part")
     try:
         with os.fdopen(fd, "wb") as out, urllib.request.urlopen(url, timeout=timeout_s) as resp:  # noqa: S310
-            shutil.copyfileobj(resp, out)
+            length = resp.headers.get("Content-Length")
+            shown = Download(dest.name, int(length) if length and length.isdigit() else None)
+            for chunk in iter(lambda: resp.read(1 << 20), b""):
+                out.write(chunk)
+                shown.update(len(chunk))
+            shown.close()
         found = sha256_file(Path(tmp))
         if found != expected:
             raise HarnessError(f"data: download of {url} has the wrong sha256 (expected {expected}, "

@@ -225,12 +225,12 @@ def compiled(ctx, module):
     return torch.compile(module) if ctx.cell.mode == "compile" else module
 
 
-def parameter_count(module) -> int:
+def parameter_count(net) -> int:
     """Trainable parameters, as `python -m harness models` reports them for every model."""
-    return sum(p.numel() for p in module.parameters() if p.requires_grad)
+    return sum(p.numel() for p in net.parameters() if p.requires_grad)
 
 
-def layer_count(module) -> int:
+def layer_count(net) -> int:
     """Modules that own parameters directly (conv, dense, BatchNorm, embedding, GRU, graph convolution):
     the one definition of a layer for every model, matched by the MindSpore back-end's."""
-    return sum(1 for m in module.modules() if list(m.parameters(recurse=False)))
+    return sum(1 for m in net.modules() if list(m.parameters(recurse=False)))

@@ -1,16 +1,18 @@
-"""Scenarios: how a cell of a given kind is measured (`harness/scenarios/<name>.py`, with
-`run(ctx, backend, events) -> dict` called in the child and, where a cell's measurements
-accumulate over time, `summarise(events, cell) -> dict` that rebuilds them from the event log,
-also for a cell that died half-way)."""
+"""Scenarios: how a cell of a given kind is measured (`harness/scenarios/<name>.py`), each a
+`harness.contracts.Scenario`: `run(ctx, backend, events) -> dict` called in the child, and
+`summarise(events, cell) -> dict` that rebuilds the measurements from the event log in the parent, also
+for a cell that died half-way ({} where the child's result holds them all)."""
 
 from __future__ import annotations
 
 import importlib
-from types import ModuleType
+from typing import cast
+
+from harness.contracts import Scenario
 
 SCENARIO_FOR_KIND = {"model": "training", "scaling": "training", "operator": "operator"}
 
 
-def for_kind(kind: str) -> ModuleType | None:
+def for_kind(kind: str) -> Scenario | None:
     name = SCENARIO_FOR_KIND.get(kind)
-    return importlib.import_module(f"harness.scenarios.{name}") if name else None
+    return cast(Scenario, importlib.import_module(f"harness.scenarios.{name}")) if name else None

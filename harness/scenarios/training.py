@@ -13,28 +13,12 @@ import hashlib
 import importlib
 import time
 from statistics import mean
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
 from harness import data as datasets
 from harness.eventlog import END, START
-
-
-class Workload(Protocol):
-    """What a model file (`harness/models/<model>/<framework>.py`) builds with `build(ctx, data)`."""
-
-    samples_per_epoch: int
-    net: object  # the fp32 network, whose parameters and layers `harness models` counts through the back-end
-
-    def train_epoch(self) -> float:
-        """One epoch; returns the mean loss as a Python float (which waits for the device)."""
-
-    def evaluate(self, split: str) -> float:
-        """The model's metric on 'val' or 'test'."""
-
-    def state_arrays(self) -> list:
-        """The trained parameters as numpy arrays (compared across data-parallel ranks)."""
 
 
 def model_module(model: str, framework: str):
@@ -75,15 +59,15 @@ def _evals(evs):
     return [e for e in evs if e["key"] == "eval_accuracy"]
 
 
-def summarise(evs: list[dict[str, Any]], cell) -> dict[str, Any]:
+def summarise(events: list[dict[str, Any]], cell) -> dict[str, Any]:
     """Measurements from an event log; works on the partial log of a cell that died."""
     spec = cell.spec
-    start = next((e["elapsed_s"] for e in evs if e["key"] == "run_start"), 0.0)
-    epochs = [e["metadata"] for e in evs if e["key"] == "epoch_stop"]
+    start = next((e["elapsed_s"] for e in events if e["key"] == "run_start"), 0.0)
+    epochs = [e["metadata"] for e in events if e["key"] == "epoch_stop"]
     throughputs = [m["samples"] / m["train_s"] for m in epochs if m["train_s"] > 0]
-    curve = [[round(e["elapsed_s"] - start, 6), e["value"]] for e in _evals(evs)]
+    curve = [[round(e["elapsed_s"] - start, 6), e["value"]] for e in _evals(events)]
     ttt = next((t for t, v in curve if v >= spec["target"]), None)
-    test = next((e["value"] for e in evs if e["key"] == "test_metric"), None)
+    test = next((e["value"] for e in events if e["key"] == "test_metric"), None)
     return {
         "metric": spec["metric"], "target": spec["target"],
         "best_metric": max((v for _, v in curve), default=None),
@@ -97,5 +81,5 @@ def summarise(evs: list[dict[str, Any]], cell) -> dict[str, Any]:
                     "throughput": m["samples"] / m["train_s"] if m["train_s"] > 0 else None,
                     "loss": m["loss"]} for m in epochs],
         "epochs_planned": spec["epochs"],
-        "wall_s": evs[-1]["elapsed_s"] - start if evs else None,
+        "wall_s": events[-1]["elapsed_s"] - start if events else None,
     }

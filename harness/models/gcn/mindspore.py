@@ -88,6 +88,9 @@ class Workload:
         idx = self.idx_np[split]
         return accuracy(self.probe_forward()[idx], self.labels_np[idx])
 
+    def state_arrays(self) -> list:
+        return [p.asnumpy() for p in self.net.trainable_params()]
+
 
 def build(ctx, data: dict) -> Workload:
     return Workload(ctx, data)

@@ -95,6 +95,9 @@ class Workload:
         idx = self.idx_np[split]
         return accuracy(self.probe_forward()[idx], self.labels_np[idx])
 
+    def state_arrays(self) -> list:
+        return [p.detach().float().cpu().numpy() for p in self.net.parameters()]
+
 
 def build(ctx, data: dict) -> Workload:
     return Workload(ctx, data)

@@ -146,6 +146,9 @@ class Workload:
         hyps = greedy_decode(self.corpus, split, self.batch_size, encode_fn, step_fn)
         return bleu(hyps, self.corpus.refs[split])
 
+    def state_arrays(self) -> list:
+        return [p.asnumpy() for p in self.net.trainable_params()]
+
 
 def build(ctx, data: dict) -> Workload:
     return Workload(ctx, data)

@@ -1,0 +1,62 @@
+"""The one place that makes and parses cell ids. Everyone else reads a result's fields (model, framework,
+devices...) or calls these; nobody splits an id on '/' or rebuilds one by string surgery.
+
+    model/<model>/<framework>/<mode>/amp-<amp>/1dev          one process
+    scaling/<model>/<framework>/<mode>/amp-<amp>/<n>dev      n data-parallel processes
+    operator/<op>/<framework>/<mode>/<dtype>/<direction>/<shape tag>
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class CellId:
+    kind: str
+    framework: str
+    mode: str
+    model: str | None = None      # model and scaling cells
+    amp: str | None = None
+    devices: int = 1
+    op: str | None = None         # operator cells
+    dtype: str | None = None
+    direction: str | None = None
+    shape: str | None = None      # the shape tag, e.g. batch16-in_channels64
+
+    def __str__(self) -> str:
+        if self.kind == "operator":
+            return f"operator/{self.op}/{self.framework}/{self.mode}/{self.dtype}/{self.direction}/{self.shape}"
+        return model_id(self.model or "", self.framework, self.mode, self.amp or "off", self.devices)
+
+
+def model_id(model: str, framework: str, mode: str, amp: str, devices: int = 1) -> str:
+    """The id of a model cell (1 device) or of its scaling cell (devices > 1)."""
+    kind = "model" if devices == 1 else "scaling"
+    return f"{kind}/{model}/{framework}/{mode}/amp-{amp}/{devices}dev"
+
+
+def shape_tag(shape: dict[str, Any]) -> str:
+    return "-".join(f"{n}{v}" for n, v in shape.items())
+
+
+def operator_id(op: str, framework: str, mode: str, dtype: str, direction: str, shape: dict[str, Any]) -> str:
+    return f"operator/{op}/{framework}/{mode}/{dtype}/{direction}/{shape_tag(shape)}"
+
+
+def single_device(cell_id: str) -> str:
+    """The 1-device model cell a scaling cell's efficiency is measured against."""
+    c = parse(cell_id)
+    return model_id(c.model or "", c.framework, c.mode, c.amp or "off", 1)
+
+
+def parse(cell_id: str) -> CellId:
+    """A cell id back into its fields; ValueError for a string that is not one."""
+    parts = cell_id.split("/")
+    if parts[0] in ("model", "scaling") and len(parts) == 6 and parts[4].startswith("amp-") \
+            and parts[5].endswith("dev") and parts[5][:-3].isdigit():
+        return CellId(parts[0], parts[2], parts[3], model=parts[1], amp=parts[4][4:], devices=int(parts[5][:-3]))
+    if parts[0] == "operator" and len(parts) == 7:
+        return CellId("operator", parts[2], parts[3], op=parts[1], dtype=parts[4], direction=parts[5], shape=parts[6])
+    raise ValueError(f"'{cell_id}' is not a cell id (model/..., scaling/... or operator/...)")

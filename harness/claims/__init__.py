@@ -1,0 +1,180 @@
+"""The paper's conclusions as rules: which ones a set of results supports, contradicts, or cannot judge.
+
+Input is the list of result dicts `python -m harness results RUN --json` prints (one per cell and repeat,
+from one or several runs). Only `status == "ok"` results count; a cell's value is the median over its ok
+repeats. Results from several platforms are never mixed: `evaluate` takes one platform (or refuses
+results from several), `evaluate_by_platform` evaluates each.
+
+Verdicts (VERDICTS):
+  supported     every measured part of the claim agrees with the paper
+  contradicted  no measured part agrees (a tie counts as not agreeing: the claim is that one side is ahead)
+  mixed         some parts agree and some do not. The claims are conjunctions (C1 is three models with
+                opposite expectations, C3 two frameworks at several AMP levels, O1-O3 several operator
+                directions/dtypes); on real data one model can confirm what another refutes, and folding
+                that into supported or contradicted would hide half of the evidence. The evidence lists
+                which part went which way.
+  not measured  no part of the claim could be evaluated; `reason` names the cells that are missing,
+                failed, skipped or timed out.
+A claim whose measured parts all agree but some parts were not measured is `supported`, with the
+unmeasured parts in `reason` and `caveats`.
+
+Fair settings (the paper's defaults, PyTorch 1.8.1 had no torch.compile): PyTorch eager vs MindSpore GRAPH,
+AMP off, 1 device, unless a claim is about another mode or AMP level. Operators: MindSpore GRAPH (PYNATIVE
+only where GRAPH was not measured, said in the evidence) against PyTorch eager, same op/shape/dtype/direction.
+
+The verdict does not depend on the platform, profile, data or number of repeats; those go into `caveats`:
+a contradiction measured on a CPU says something about CPUs, not about the Ascend 910 the paper used.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from harness.claims import models, operators
+from harness.claims.common import (
+    CONTRADICTS,
+    NOT_MEASURED,
+    SUPPORTS,
+    CellSummary,
+    Claim,
+    Part,
+    _lookup,
+    _mname,
+    _model_id,
+    _models,
+    _parsed,
+    _select,
+    _setting,
+    platforms,
+    summarise,
+)
+from harness.claims.operators import OpRatio, operator_ratios
+from harness.claims.paper import (
+    BASELINE,
+    FW_NAMES,
+    MARKED_FIRST_EPOCH,
+    PAPER_MAX_DEVICES,
+    PAPER_PLATFORM,
+    PAPER_TTT_RATIO,
+    PAPER_VERSIONS,
+    TIE_RATIO,
+    TITLES,
+    VERDICTS,
+)
+
+__all__ = ["CONTRADICTS", "MARKED_FIRST_EPOCH", "NOT_MEASURED", "SUPPORTS", "TIE_RATIO", "TITLES", "VERDICTS",
+           "CellSummary", "Claim", "OpRatio", "Part", "evaluate", "evaluate_by_platform", "operator_ratios",
+           "platforms", "summarise", "time_to_target_table"]
+
+RULES = {**models.RULES, **operators.RULES}
+
+
+def _verdict(parts: list[Part]) -> tuple[str, str]:
+    measured = [p for p in parts if p.outcome != NOT_MEASURED]
+    missing = [p for p in parts if p.outcome == NOT_MEASURED]
+    unmeasured = "; ".join(p.detail for p in missing)
+    if not measured:
+        return "not measured", unmeasured or "no results for this claim"
+    n_sup = sum(p.outcome == SUPPORTS for p in measured)
+    verdict = ("supported" if n_sup == len(measured) else "contradicted" if n_sup == 0 else "mixed")
+    against = [p.name for p in measured if p.outcome != SUPPORTS]
+    reason = f"{n_sup} of {len(measured)} measured comparisons agree with the paper"
+    if against:
+        reason += f" (not: {', '.join(against)})"
+    if missing:
+        reason += f"; not measured: {unmeasured}"
+    return verdict, reason
+
+
+def _caveats(index: dict[str, CellSummary], cells: list[str], parts: list[Part], platform: str | None,
+             profile: str | None) -> list[str]:
+    out = []
+    if platform and platform != PAPER_PLATFORM:
+        out.append(f"measured on {platform}, not on the Ascend 910 NPUs of the paper: the verdict says how the "
+                   f"frameworks compare on {platform}, not whether the paper's Ascend result holds")
+    if profile == "quick":
+        out.append("quick profile: small data slices, few epochs and few operator configurations")
+    used = [index[c] for c in dict.fromkeys(cells) if c in index]
+    synthetic = sorted({f"{_mname(s.first.get('model') or '')} ({s.first.get('dataset')})" for s in used
+                        if any(r.get("synthetic") for r in s.ok)})
+    if synthetic:
+        out.append(f"synthetic data for {', '.join(synthetic)}: throughput is comparable, accuracy and time to "
+                   f"target are not")
+    if used and min(len(s.ok) for s in used) == 1:
+        out.append(f"one repeat per cell: no spread; the ±{TIE_RATIO - 1:.0%} tie margin is the only allowance "
+                   f"for noise")
+    partial = [f"{s.cell} ({len(s.ok)} of {len(s.ok) + len(s.not_ok)} repeats ok)" for s in used if s.not_ok]
+    if partial:
+        out.append("medians over the ok repeats only: " + ", ".join(partial))
+    versions = {}
+    for s in used:
+        for k, v in (s.first.get("versions") or {}).items():
+            if k in ("torch", "mindspore") and v:
+                versions[k] = v
+    if versions:
+        out.append(f"framework versions {', '.join(f'{k} {v}' for k, v in sorted(versions.items()))}; the paper "
+                   f"used PyTorch {PAPER_VERSIONS['pytorch']} and MindSpore {PAPER_VERSIONS['mindspore']}")
+    missing = [p for p in parts if p.outcome == NOT_MEASURED]
+    if missing and len(missing) < len(parts):
+        out.append(f"only {len(parts) - len(missing)} of {len(parts)} comparisons measured")
+    return out
+
+
+def evaluate(results: Iterable[dict[str, Any]], *, platform: str | None = None,
+             profile: str | None = None) -> list[Claim]:
+    """Every claim's verdict from one platform's results (ValueError if they span several and none is named).
+    `profile` ("quick"/"full"), where known, only adds a caveat."""
+    chosen, platform = _select(list(results), platform)
+    index = summarise(chosen)
+    claims = []
+    for cid, rule in RULES.items():
+        parts = rule(index)
+        verdict, reason = _verdict(parts)
+        cells = list(dict.fromkeys(c for p in parts for c in p.cells))
+        title, paper = TITLES[cid]
+        caveats = _caveats(index, cells, parts, platform, profile)
+        if cid == "C5":
+            counts = sorted({c.devices for c in map(_parsed, cells) if c is not None})
+            if counts and counts[-1] < PAPER_MAX_DEVICES:
+                caveats.append(f"device counts measured: {', '.join(map(str, counts))} (paper: up to "
+                               f"{PAPER_MAX_DEVICES})")
+        claims.append(Claim(cid, title, paper, verdict, reason,
+                            evidence=[p.detail for p in parts if p.outcome != NOT_MEASURED],
+                            cells=cells, caveats=caveats, parts=parts))
+    return claims
+
+
+def evaluate_by_platform(results: Iterable[dict[str, Any]], *, profile: str | None = None) -> dict[str, list[Claim]]:
+    results = list(results)
+    return {p: evaluate(results, platform=p, profile=profile) for p in platforms(results) or [None]}
+
+
+def time_to_target_table(results: Iterable[dict[str, Any]], *, platform: str | None = None) -> list[dict[str, Any]]:
+    """Per model: time to target of PyTorch eager and MindSpore GRAPH (AMP off, 1 device), the measured
+    PyTorch/MindSpore time ratio (None unless both reached the target) and the paper's (PAPER_TTT_RATIO)."""
+    chosen, _ = _select(list(results), platform)
+    index = summarise(chosen)
+    rows = []
+    for model in _models(index):
+        row: dict[str, Any] = {"model": model, "title": _mname(model), "paper_ratio": PAPER_TTT_RATIO.get(model),
+                               "setting": f"{_setting('pytorch', BASELINE['pytorch'][0])} vs "
+                                          f"{_setting('mindspore', BASELINE['mindspore'][0])}, AMP off, 1 device",
+                               "metric": None, "target": None, "notes": []}
+        for fw in ("pytorch", "mindspore"):
+            cid = _model_id(model, fw, *BASELINE[fw])
+            s, why = _lookup(index, cid)
+            row[f"{fw}_cell"] = cid
+            row[f"{fw}_s"] = s.time_to_target() if s else None
+            row[f"{fw}_best_metric"] = s.value("best_metric") if s else None
+            if s:
+                row["metric"], row["target"] = s.first.get("metric"), s.first.get("target")
+                if row[f"{fw}_s"] is None:
+                    row["notes"].append(f"{FW_NAMES[fw]} did not reach the target")
+            else:
+                row["notes"].append(why)
+        row["ratio"] = (row["pytorch_s"] / row["mindspore_s"]
+                        if row["pytorch_s"] is not None and row["mindspore_s"] is not None else None)
+        if any(index.get(row[f"{fw}_cell"]) for fw in ("pytorch", "mindspore")) or model in PAPER_TTT_RATIO:
+            rows.append(row)
+    return rows

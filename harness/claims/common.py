@@ -1,0 +1,167 @@
+"""Results indexed per cell (medians over the ok repeats), and the pieces every rule is made of: a Part (one
+comparison), a Claim, the lookup of a cell, the wording of numbers and settings."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from statistics import median
+from typing import Any
+
+from harness import arith, cellid
+from harness.claims.paper import (
+    FW_NAMES,
+    MODEL_NAMES,
+    PAPER_MODELS,
+    SETTING_NAMES,
+    TIE_RATIO,
+)
+
+SUPPORTS, CONTRADICTS, NOT_MEASURED = "supports", "contradicts", "not measured"   # outcome of one Part
+
+
+@dataclass
+class Part:
+    """One comparison inside a claim (one model, one framework, one direction...)."""
+
+    name: str
+    outcome: str            # supports | contradicts | not measured
+    detail: str             # the measured numbers, or why it was not measured
+    cells: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Claim:
+    id: str
+    title: str              # the paper's conclusion, short
+    paper_evidence: str     # what the paper reported
+    verdict: str            # one of VERDICTS
+    reason: str             # why this verdict; for `not measured`, which cells are missing or not ok
+    evidence: list[str] = field(default_factory=list)   # measured numbers, one line per comparison
+    cells: list[str] = field(default_factory=list)      # ids of the cells whose results were used
+    caveats: list[str] = field(default_factory=list)
+    parts: list[Part] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+# -- results -> per-cell medians ---------------------------------------------------------------------------
+class CellSummary:
+    """The repeats of one cell: medians over the ok ones, the status and reason of the others."""
+
+    def __init__(self, cell: str):
+        self.cell = cell
+        self.ok: list[dict[str, Any]] = []
+        self.not_ok: list[dict[str, Any]] = []
+
+    @property
+    def first(self) -> dict[str, Any]:
+        return (self.ok or self.not_ok)[0]
+
+    def value(self, key: str) -> float | None:
+        values = [r[key] for r in self.ok if isinstance(r.get(key), int | float)]
+        return median(values) if values else None
+
+    def time_to_target(self) -> float | None:
+        """Median over ok repeats, a repeat that never reached the target counting as infinitely slow."""
+        values = [r.get("time_to_target_s") for r in self.ok]
+        values = [math.inf if v is None else v for v in values]
+        m = median(values) if values else math.inf
+        return None if math.isinf(m) else m
+
+    def why_not(self) -> str:
+        r = self.not_ok[0] if self.not_ok else {}
+        reason = str(r.get("reason") or "").strip().splitlines()
+        why = f": {reason[0][:160]}" if reason else ""
+        return f"{self.cell} {r.get('status', 'not ok')}{why}"
+
+
+def summarise(results: Iterable[dict[str, Any]]) -> dict[str, CellSummary]:
+    index: dict[str, CellSummary] = {}
+    for r in results:
+        if not r.get("cell"):
+            continue
+        s = index.setdefault(r["cell"], CellSummary(r["cell"]))
+        (s.ok if r.get("status") == "ok" else s.not_ok).append(r)
+    return index
+
+
+def platforms(results: Iterable[dict[str, Any]]) -> list[str]:
+    return sorted({r["platform"] for r in results if r.get("platform")})
+
+
+def _select(results: list[dict[str, Any]], platform: str | None) -> tuple[list[dict[str, Any]], str | None]:
+    found = platforms(results)
+    if platform is None:
+        if len(found) > 1:
+            raise ValueError(f"results from several platforms ({', '.join(found)}): pass platform=, or use "
+                             f"evaluate_by_platform(); numbers from different hosts are never compared")
+        platform = found[0] if found else None
+    # Results without a platform (corrupt-file stand-ins) belong to the run only when it has one platform.
+    keep_unknown = len(found) <= 1
+    return [r for r in results if r.get("platform") == platform or (keep_unknown and not r.get("platform"))], platform
+
+
+# -- helpers --------------------------------------------------------------------------------------------------
+def _model_id(model: str, framework: str, mode: str, amp: str, devices: int = 1) -> str:
+    return cellid.model_id(model, framework, mode, amp, devices)
+
+
+def _parsed(cell: str) -> cellid.CellId | None:
+    try:
+        return cellid.parse(cell)
+    except ValueError:
+        return None
+
+
+def _lookup(index: dict[str, CellSummary], cell: str) -> tuple[CellSummary | None, str | None]:
+    s = index.get(cell)
+    if s is None:
+        return None, f"{cell} not in the results"
+    if not s.ok:
+        return None, s.why_not()
+    return s, None
+
+
+def _num(x: float) -> str:
+    if abs(x) >= 100:
+        return f"{x:,.0f}"
+    if abs(x) >= 10:
+        return f"{x:.1f}"
+    return f"{x:.3g}"
+
+
+def _side(ratio: float) -> str:
+    """'above' / 'below' / 'tie' for a ratio of two positive numbers."""
+    return arith.side(ratio, TIE_RATIO)
+
+
+def _setting(framework: str, mode: str) -> str:
+    return f"{FW_NAMES.get(framework, framework)} {SETTING_NAMES.get(mode, mode)}"
+
+
+def _mname(model: str) -> str:
+    return MODEL_NAMES.get(model, model)
+
+
+def _models(index: dict[str, CellSummary]) -> list[str]:
+    ids = [(s, _parsed(s.cell)) for s in index.values()]
+    seen = {s.first.get("model") or c.model for s, c in ids if c is not None and c.kind in ("model", "scaling")}
+    return list(PAPER_MODELS) + sorted(seen - set(PAPER_MODELS))
+
+
+def _compare(name: str, cells: list[str], ratio: float, expect: str, text: str) -> Part:
+    """A part that supports the claim when `ratio` lies on the `expect` side of 1 (beyond the tie margin)."""
+    side = _side(ratio)
+    verdict = SUPPORTS if side == expect else CONTRADICTS
+    note = f", a tie (within {TIE_RATIO - 1:.0%})" if side == "tie" else ""
+    return Part(name, verdict, f"{text}{note} — {verdict}", cells)
+
+
+def _missing(name: str, why: list[str] | str) -> Part:
+    why = [why] if isinstance(why, str) else why
+    return Part(name, NOT_MEASURED, f"{name}: not measured — {'; '.join(why)}")
+
+

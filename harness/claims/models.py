@@ -1,0 +1,196 @@
+"""The claims about whole models (C1-C5). A rule that is one throughput comparison per model is a row of data
+(a `Comparison`: which two cells, which side of 1 their ratio should lie on, how to say it); the rules that need
+more (C1's time to target, C2's first epoch, C5's scaling efficiency) stay code."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from harness import arith, cellid
+from harness.claims.common import (
+    CONTRADICTS,
+    SUPPORTS,
+    CellSummary,
+    Part,
+    _compare,
+    _lookup,
+    _missing,
+    _mname,
+    _model_id,
+    _models,
+    _num,
+    _setting,
+)
+from harness.claims.paper import (
+    AMP_LEVELS,
+    BASELINE,
+    FW_NAMES,
+    MARKED_FIRST_EPOCH,
+    PAPER_FASTER,
+    PAPER_TTT_RATIO,
+    TIE_RATIO,
+)
+
+MS_BASE, PT_BASE = BASELINE["mindspore"][0], BASELINE["pytorch"][0]
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """a's mean throughput of the epochs after the first over b's, per model: supports the claim when the ratio lies
+    on the `expect` side of 1 beyond the tie margin ("paper": the side of the framework the paper found faster).
+    `name` and `text` are templates: {m} the model, {ta} {tb} {unit} {r} the numbers, {faster} the paper's faster
+    framework, and the row's own `words`."""
+
+    name: str
+    a: tuple[str, str, str]        # framework, mode, amp
+    b: tuple[str, str, str]
+    expect: str                    # above | below | paper
+    text: str
+    words: dict[str, str] = field(default_factory=dict)
+    no_value: str = "no mean throughput of the epochs after the first"
+    b_first: bool = False          # list b's cell before a's among the evidence cells
+
+
+C1_THROUGHPUT = Comparison(
+    "{m} throughput", ("mindspore", *BASELINE["mindspore"]), ("pytorch", *BASELINE["pytorch"]), "paper",
+    "{m} mean throughput of the epochs after the first: {ms} {ta} vs {pt} {tb} {unit} "
+    "(MindSpore/PyTorch {r:.2f}; paper: {faster} faster)",
+    {"ms": _setting("mindspore", MS_BASE), "pt": _setting("pytorch", PT_BASE)},
+    no_value="no mean throughput of the epochs after the first (a single epoch?)", b_first=True)
+C3_ROWS = [Comparison("{m} {fw} AMP {level}", (fw, mode, level), (fw, mode, off), "above",
+                      "{m} {setting} throughput: AMP {level} {ta} vs off {tb} {unit} (AMP/off {r:.2f})",
+                      {"fw": FW_NAMES[fw], "level": level, "setting": _setting(fw, mode)})
+           for fw, (mode, off) in BASELINE.items() for level in AMP_LEVELS[fw]]
+C4_ROWS = [Comparison("{m} PyNative vs {other}", ("mindspore", "pynative", "off"), (fw, mode, "off"), "below",
+                      "{m} throughput, AMP off: MindSpore PyNative {ta} vs {other} {tb} {unit} (ratio {r:.2f})",
+                      {"other": _setting(fw, mode)})
+           for fw, mode in (("mindspore", "graph"), ("pytorch", PT_BASE))]
+
+
+def _row(index: dict[str, CellSummary], row: Comparison, model: str) -> Part:
+    words = {"m": _mname(model), "faster": FW_NAMES.get(PAPER_FASTER.get(model, ""), "?"), **row.words}
+    name = row.name.format(**words)
+    a_id, b_id = _model_id(model, *row.a), _model_id(model, *row.b)
+    (a, why_a), (b, why_b) = _lookup(index, a_id), _lookup(index, b_id)
+    if why_a or why_b:
+        return _missing(name, [w for w in (why_a, why_b) if w])
+    ta, tb = a.value("mean_throughput_other_epochs"), b.value("mean_throughput_other_epochs")
+    if not (ta and tb):
+        return _missing(name, row.no_value)
+    expect = row.expect if row.expect != "paper" else "above" if PAPER_FASTER[model] == "mindspore" else "below"
+    r = ta / tb
+    return _compare(name, [b_id, a_id] if row.b_first else [a_id, b_id], r, expect, row.text.format(
+        **words, ta=_num(ta), tb=_num(tb), unit=a.first.get("throughput_unit") or "", r=r))
+
+
+def _rows(rows: list[Comparison]):
+    def rule(index: dict[str, CellSummary]) -> list[Part]:
+        return [_row(index, row, model) for model in _models(index) for row in rows]
+    return rule
+
+
+def _c1(index: dict[str, CellSummary]) -> list[Part]:
+    parts = []
+    for model in _models(index):
+        faster = PAPER_FASTER.get(model)
+        if faster is None:
+            continue
+        ids = {fw: _model_id(model, fw, *BASELINE[fw]) for fw in BASELINE}
+        got = {fw: _lookup(index, cid) for fw, cid in ids.items()}
+        missing = [why for _, why in got.values() if why]
+        expect = "above" if faster == "mindspore" else "below"
+        if missing:
+            parts.append(_missing(_mname(model), missing))
+            continue
+        pt, ms = got["pytorch"][0], got["mindspore"][0]
+        parts.append(_row(index, C1_THROUGHPUT, model))
+        ttp, ttm = pt.time_to_target(), ms.time_to_target()
+        tname = f"{_mname(model)} time to target"
+        if ttp is None or ttm is None:
+            target = f"{pt.first.get('target')} {pt.first.get('metric') or ''}".strip()
+            who = [FW_NAMES[fw] for fw, s in (("pytorch", pt), ("mindspore", ms)) if s.time_to_target() is None]
+            best = ", ".join(f"{FW_NAMES[fw]} {_num(s.value('best_metric'))}" for fw, s in
+                             (("pytorch", pt), ("mindspore", ms)) if s.value("best_metric") is not None)
+            parts.append(_missing(tname, f"{' and '.join(who)} did not reach the target {target}"
+                                         + (f" (best: {best})" if best else "")))
+        else:
+            # PyTorch time / MindSpore time above 1: MindSpore reached the target sooner.
+            parts.append(_compare(tname, list(ids.values()), ttp / ttm, expect,
+                                  f"{_mname(model)} time to target: PyTorch {_num(ttp)} s vs MindSpore "
+                                  f"{_num(ttm)} s (PyTorch/MindSpore {ttp / ttm:.2f}; paper "
+                                  f"{PAPER_TTT_RATIO[model]:.2f})"))
+    return parts
+
+
+def _c2(index: dict[str, CellSummary]) -> list[Part]:
+    parts = []
+    for model in _models(index):
+        ids = {fw: _model_id(model, fw, *BASELINE[fw]) for fw in BASELINE}
+        got = {fw: _lookup(index, cid) for fw, cid in ids.items()}
+        name = f"{_mname(model)} first epoch"
+        missing = [why for _, why in got.values() if why]
+        if missing:
+            parts.append(_missing(name, missing))
+            continue
+        frac = {}
+        for fw, (s, _) in got.items():
+            first, other = s.value("first_epoch_throughput"), s.value("mean_throughput_other_epochs")
+            frac[fw] = first / other if first and other else None
+        if None in frac.values():
+            parts.append(_missing(name, "no first-epoch or later-epoch throughput (a single epoch?)"))
+            continue
+        ms, pt = frac["mindspore"], frac["pytorch"]
+        marked, worse = ms <= MARKED_FIRST_EPOCH, ms * TIE_RATIO < pt
+        ok = marked and worse
+        why = ("" if ok else ": " + " and ".join(
+            w for w, bad in ((f"MindSpore's is not below {MARKED_FIRST_EPOCH:.0%}", not marked),
+                             ("not below PyTorch's by more than the tie margin", not worse)) if bad))
+        verdict = SUPPORTS if ok else CONTRADICTS
+        parts.append(Part(name, verdict, f"{_mname(model)} first-epoch throughput / mean of the other epochs: "
+                                         f"{_setting('mindspore', BASELINE['mindspore'][0])} {ms:.2f}, "
+                                         f"{_setting('pytorch', BASELINE['pytorch'][0])} {pt:.2f}{why} — {verdict}",
+                          list(ids.values())))
+    return parts
+
+
+def _efficiency(index, model: str, fw: str, mode: str, amp: str, n: int) -> tuple[float | None, str, list[str]]:
+    """Per-device throughput at n devices over the 1-device throughput, from the medians of both cells
+    (the stored per-repeat `efficiency` only where the 1-device cell is not ok)."""
+    sid, bid = _model_id(model, fw, mode, amp, n), _model_id(model, fw, mode, amp, 1)
+    s, why = _lookup(index, sid)
+    if why:
+        return None, why, []
+    b, why_b = _lookup(index, bid)
+    per_dev = s.value("per_device_throughput")
+    base = b.value("mean_throughput_other_epochs") if b else None
+    if per_dev and base:
+        return arith.efficiency(per_dev, base), f"{_num(per_dev)} per device vs {_num(base)} on 1", [sid, bid]
+    if s.value("efficiency") is not None:
+        return s.value("efficiency"), "stored efficiency", [sid]
+    return None, why_b or f"{sid}: no per-device throughput", []
+
+
+def _c5(index: dict[str, CellSummary]) -> list[Part]:
+    scaling = [s for s in index.values() if s.cell.startswith("scaling/")]
+    if not scaling:
+        return [_missing("scaling", "no scaling cells (kind scaling, devices > 1) in the results")]
+    parts = []
+    combos = sorted({(c.model, c.amp, c.devices) for c in (cellid.parse(s.cell) for s in scaling)})
+    for model, amp, n in combos:
+        name = f"{_mname(model)} at {n} devices, AMP {amp}"
+        (ms, ms_how, ms_cells), (pt, pt_how, pt_cells) = (
+            _efficiency(index, model, fw, BASELINE[fw][0], amp, n) for fw in ("mindspore", "pytorch"))
+        if ms is None or pt is None:
+            parts.append(_missing(name, [how for e, how in ((ms, ms_how), (pt, pt_how)) if e is None]))
+            continue
+        parts.append(_compare(name, ms_cells + pt_cells, ms / pt, "above",
+                              f"{_mname(model)} scaling efficiency at {n} devices, AMP {amp}: "
+                              f"{_setting('mindspore', BASELINE['mindspore'][0])} {ms:.2f} ({ms_how}) vs "
+                              f"{_setting('pytorch', BASELINE['pytorch'][0])} {pt:.2f} ({pt_how}) "
+                              f"(MindSpore/PyTorch {ms / pt:.2f})"))
+    return parts
+
+
+_c3 = _rows(C3_ROWS)
+_c4 = _rows(C4_ROWS)
+RULES = {"C1": _c1, "C2": _c2, "C3": _c3, "C4": _c4, "C5": _c5}

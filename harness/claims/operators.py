@@ -1,0 +1,174 @@
+"""The claims about single operators (O1-O3): MindSpore/PyTorch throughput per operator configuration, grouped
+by operator, dtype and direction, and compared across parameter counts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from statistics import median
+from typing import Any
+
+from harness import arith
+from harness.claims.common import (
+    CONTRADICTS,
+    SUPPORTS,
+    CellSummary,
+    Part,
+    _compare,
+    _missing,
+    _parsed,
+    _side,
+)
+from harness.claims.paper import MIN_PARAM_LEVELS, OP_MS_MODES, OP_PT_MODE, TERCILE
+
+
+@dataclass
+class OpRatio:
+    op: str
+    dtype: str
+    direction: str
+    shape: dict[str, Any]
+    params: int
+    ms_mode: str
+    pytorch: float
+    mindspore: float
+    cells: list[str]
+
+    @property
+    def ratio(self) -> float:
+        return self.mindspore / self.pytorch
+
+
+def operator_ratios(index: dict[str, CellSummary]) -> list[OpRatio]:
+    """MindSpore/PyTorch eager throughput per operator configuration; per (op, dtype, direction) the
+    MindSpore mode is the first of OP_MS_MODES with any configuration measured in both frameworks."""
+    cfg: dict[tuple, dict[str, CellSummary]] = {}
+    for s in index.values():
+        r = s.first
+        if r.get("kind") != "operator" or not s.ok or s.value("throughput") is None:
+            continue
+        key = (r["op"], r.get("dtype"), r.get("direction"), tuple(sorted((r.get("shape") or {}).items())))
+        cfg.setdefault(key, {})[f"{r['framework']}/{r['mode']}"] = s
+    groups: dict[tuple, list[OpRatio]] = {}
+    for (op, dtype, direction, shape), by in sorted(cfg.items(), key=lambda kv: str(kv[0])):
+        pt = by.get(f"pytorch/{OP_PT_MODE}")
+        for mode in OP_MS_MODES:
+            ms = by.get(f"mindspore/{mode}")
+            if pt and ms:
+                groups.setdefault((op, dtype, direction, mode), []).append(OpRatio(
+                    op, dtype, direction, dict(shape), int(pt.first.get("params") or 0), mode,
+                    pt.value("throughput"), ms.value("throughput"), [ms.cell, pt.cell]))
+    out = []
+    for (op, dtype, direction) in sorted({k[:3] for k in groups}):
+        mode = next(m for m in OP_MS_MODES if (op, dtype, direction, m) in groups)
+        out.extend(groups[(op, dtype, direction, mode)])
+    return sorted(out, key=lambda o: (o.op, o.dtype, o.direction, o.params))
+
+
+def _op_missing(index: dict[str, CellSummary], op: str | None) -> str:
+    cells = [s for s in index.values() if s.cell.startswith("operator/" + (f"{op}/" if op else ""))]
+    what = f"{op} " if op else ""
+    if not cells:
+        return f"no {what}operator cells in the results"
+    bad = [s for s in cells if not s.ok]
+    first = f" (e.g. {bad[0].why_not()})" if bad else ""
+    return (f"no {what}configuration measured ok in both PyTorch {OP_PT_MODE} and MindSpore "
+            f"{' or '.join(m.upper() for m in OP_MS_MODES)}: {len(bad)} of {len(cells)} {what}cells not ok{first}")
+
+
+def _levels(ratios: list[OpRatio]) -> list[int]:
+    return sorted({o.params for o in ratios})
+
+
+def _describe(ratios: list[OpRatio]) -> str:
+    return ", ".join(f"{o.op} {o.params:,} params {o.ratio:.2f}" for o in ratios)
+
+
+def _by_group(ratios: list[OpRatio], by_op: bool = False) -> dict[tuple, list[OpRatio]]:
+    out: dict[tuple, list[OpRatio]] = {}
+    for o in ratios:
+        out.setdefault((o.op, o.dtype, o.direction) if by_op else (o.dtype, o.direction), []).append(o)
+    return out
+
+
+def _sized_groups(ratios: list[OpRatio], too_few: str) -> tuple[list[Part], list[tuple[str, list[OpRatio], list[int]]]]:
+    """Per (operator, dtype, direction): the configurations and their distinct parameter counts, or, where there are
+    fewer than MIN_PARAM_LEVELS counts, a `not measured` part saying `too_few` (formatted with n)."""
+    parts, groups = [], []
+    for (op, dtype, direction), rs in _by_group(ratios, by_op=True).items():
+        name, levels = f"{op} {dtype} {direction}", _levels(rs)
+        if len(levels) < MIN_PARAM_LEVELS:
+            parts.append(_missing(name, too_few.format(n=len(levels))))
+        else:
+            groups.append((name, rs, levels))
+    return parts, groups
+
+
+def _mode_note(rs: list[OpRatio]) -> str:
+    modes = sorted({o.ms_mode for o in rs})
+    return f"MindSpore {'/'.join(m.upper() for m in modes)} / PyTorch {OP_PT_MODE}"
+
+
+def _o1(index: dict[str, CellSummary]) -> list[Part]:
+    ratios = operator_ratios(index)
+    if not ratios:
+        return [_missing("operators", _op_missing(index, None))]
+    parts = []
+    seen = {c.op for c in (_parsed(s.cell) for s in index.values()) if c is not None and c.kind == "operator"}
+    for op in sorted(seen - {o.op for o in ratios}):
+        parts.append(_missing(op, _op_missing(index, op)))
+    missing, groups = _sized_groups(ratios, "only {n} distinct parameter count: no trend to see")
+    parts += missing
+    for name, rs, levels in groups:
+        k = max(1, len(levels) // TERCILE)
+        low = [o for o in rs if o.params in levels[:k]]
+        high = [o for o in rs if o.params in levels[-k:]]
+        lo, hi = median(o.ratio for o in low), median(o.ratio for o in high)
+        rho = arith.spearman([o.params for o in rs], [o.ratio for o in rs])
+        parts.append(_compare(name, [c for o in rs for c in o.cells], hi / lo, "above",
+                              f"{name}, {_mode_note(rs)}: median ratio {lo:.2f} at the fewest "
+                              f"parameters [{_describe(low)}], {hi:.2f} at the most [{_describe(high)}]; "
+                              f"most/fewest {hi / lo:.2f}"
+                              + (f"; Spearman rho(params, ratio) {rho:+.2f} over {len(rs)} configurations"
+                                 if rho is not None else "")))
+    return parts
+
+
+def _o2(index: dict[str, CellSummary]) -> list[Part]:
+    ratios = [o for o in operator_ratios(index) if o.op == "batchnorm2d"]
+    if not ratios:
+        return [_missing("batchnorm2d", _op_missing(index, "batchnorm2d"))]
+    parts, groups = _sized_groups(ratios, "only {n} BatchNorm size: cannot tell small from large")
+    for name, rs, levels in groups:
+        dtype, direction = rs[0].dtype, rs[0].direction
+        small = [o for o in rs if o.params in levels[:max(1, len(levels) // 2)]]
+        m = median(o.ratio for o in small)
+        parts.append(_compare(name, [c for o in small for c in o.cells], m, "above",
+                              f"BatchNorm2d {dtype} {direction}, {_mode_note(rs)}: median ratio {m:.2f} over the "
+                              f"smaller half of the sizes [{_describe(small)}]"))
+    return parts
+
+
+def _o3(index: dict[str, CellSummary]) -> list[Part]:
+    ratios = [o for o in operator_ratios(index) if o.op == "conv2d"]
+    if not ratios:
+        return [_missing("conv2d", _op_missing(index, "conv2d"))]
+    parts, groups = _sized_groups(ratios, "only {n} Conv2d size: cannot tell large from small")
+    for name, rs, levels in groups:
+        dtype, direction = rs[0].dtype, rs[0].direction
+        k = max(1, len(levels) // TERCILE)
+        large = [o for o in rs if o.params in levels[-k:]]
+        rest = [o for o in rs if o.params not in levels[-k:]]
+        ml, mr = median(o.ratio for o in large), median(o.ratio for o in rest)
+        ahead_large, ahead_rest = _side(ml) == "above", _side(mr) == "above"
+        verdict = SUPPORTS if ahead_large and not ahead_rest else CONTRADICTS
+        fails = [w for w, bad in (("MindSpore not ahead even at the largest", not ahead_large),
+                                  ("MindSpore ahead at smaller sizes too", ahead_rest)) if bad]
+        parts.append(Part(name, verdict,
+                          f"Conv2d {dtype} {direction}, {_mode_note(rs)}: median ratio {ml:.2f} at the largest "
+                          f"[{_describe(large)}] vs {mr:.2f} at the others [{_describe(rest)}]"
+                          + (f" ({'; '.join(fails)})" if fails else "") + f" — {verdict}",
+                          [c for o in rs for c in o.cells]))
+    return parts
+
+
+RULES = {"O1": _o1, "O2": _o2, "O3": _o3}

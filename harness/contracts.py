@@ -1,0 +1,112 @@
+"""The plug-in contracts, declared once. A framework back-end (`harness/frameworks/<fw>.py`), a scenario
+(`harness/scenarios/<name>.py`), a model file (`harness/models/<model>/<fw>.py`, whose `build` returns a
+Workload) and an operator file (`harness/operators/<fw>.py`) each provide exactly what these Protocols name,
+with these parameter names. tests/test_contracts.py checks every module against them, so adding a framework,
+model or scenario is guided by a failing test, and nobody probes with hasattr.
+
+Modules satisfy a Protocol through their functions: `Backend` is what `harness.frameworks.backend(name)` returns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from harness.context import CellContext
+    from harness.eventlog import EventLog
+    from harness.matrix import Cell
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """A framework back-end. Called in the parent (no framework import there): process_env, launch_argv.
+    Called in the child: the rest."""
+
+    def process_env(self, platform: str) -> dict[str, str]:
+        """Environment variables the child starts with (must not import the framework)."""
+
+    def launch_argv(self, n: int, spec_path: str, port: int, log_dir: str, multi_node: dict[str, str]) -> list[str]:
+        """The framework's own launcher starting n processes of `python -m harness.child spec_path`."""
+
+    def rank_from_env(self) -> tuple[int, int, int]:
+        """(rank, local rank, world size) as the launcher set them; (0, 0, 1) for one process."""
+
+    def setup(self, ctx: CellContext) -> dict[str, Any]:
+        """Mode, device, seed, threads; returns the settings applied (they go into the result)."""
+
+    def synchronize(self, ctx: CellContext) -> None:
+        """Wait for all queued device work (called before a clock is read)."""
+
+    def versions(self) -> dict[str, Any]:
+        """Versions of the framework and its device stack."""
+
+    def peak_memory_mb(self, ctx: CellContext) -> float | None:
+        """The framework's own peak device memory, None where it cannot say."""
+
+    def parameter_count(self, net: Any) -> int:
+        """Trainable parameters of a network (a workload's fp32 `net`)."""
+
+    def layer_count(self, net: Any) -> int:
+        """Layers with parameters of a network."""
+
+
+@runtime_checkable
+class Scenario(Protocol):
+    """How a kind of cell is measured: `run` in the child; `summarise` in the parent rebuilds the measurements
+    from the event log (also of a cell that died half-way), {} where the child's result holds them all."""
+
+    def run(self, ctx: CellContext, backend: Backend, events: EventLog) -> dict[str, Any]:
+        """Measure the cell; returns keys for its result."""
+
+    def summarise(self, events: list[dict[str, Any]], cell: Cell) -> dict[str, Any]:
+        """Measurements from an event log."""
+
+
+@runtime_checkable
+class Workload(Protocol):
+    """What a model file builds with `build(ctx, data)`."""
+
+    samples_per_epoch: int
+    net: Any  # the fp32 network, whose parameters and layers `harness models` counts through the back-end
+
+    def train_epoch(self) -> float:
+        """One epoch; returns the mean loss as a Python float (which waits for the device)."""
+
+    def evaluate(self, split: str) -> float:
+        """The model's metric on 'val' or 'test'."""
+
+    def state_arrays(self) -> list:
+        """The trained parameters as numpy arrays (compared across data-parallel ranks)."""
+
+
+@runtime_checkable
+class ProbedWorkload(Workload, Protocol):
+    """For the tests only (tests/probe_model.py, tests/test_equivalence.py): one forward pass, one optimiser
+    step and one loss on fixed probe batches, in fp32, so that both frameworks can be compared."""
+
+    def probe_forward(self) -> Any:
+        """The network's output on the probe batch, as a numpy array."""
+
+    def probe_step(self) -> float:
+        """One optimiser step on the probe batch; the loss before it."""
+
+    def probe_loss(self) -> float:
+        """The loss on the probe batch, without a step."""
+
+
+@runtime_checkable
+class ModelModule(Protocol):
+    """`harness/models/<model>/<framework>.py`."""
+
+    def build(self, ctx: CellContext, data: dict) -> ProbedWorkload:
+        """The workload, built from the shared numpy weights and the data."""
+
+
+@runtime_checkable
+class OperatorModule(Protocol):
+    """`harness/operators/<framework>.py`."""
+
+    def build(self, op: str, shape: dict, dtype: str, direction: str, ctx: CellContext,
+              arrays: dict) -> tuple[Callable[[], Any], Callable[[], None]]:
+        """(run, sync): one iteration, and waiting for it."""

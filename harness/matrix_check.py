@@ -1,0 +1,172 @@
+"""Validate a whole matrix file before any cell runs: every table and key known, every value of the right type,
+every axis value one that exists. A problem is a HarnessError of one line naming the key, what it holds and what
+is allowed, so a typo (`[[exlude]]`, `target = "seventy"`, `framework = "pytroch"`) never silently selects
+nothing or fails later inside each cell."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from typing import Any
+
+from harness.errors import HarnessError
+from harness.platforms import PLATFORMS
+
+SCHEMA = 1   # the newest matrix schema this harness reads
+TOP_KEYS = {"schema", "defaults", "axes", "models", "operators", "exclude", "skip", "profiles"}
+DEFAULT_KEYS = {"seed": int, "timeout_s": (int, float)}
+AXIS_KEYS = {"framework": str, "mode": str, "amp": str, "devices": int}
+MODEL_KEYS = {"title": str, "dataset": str, "metric": str, "target": (int, float), "throughput_unit": str,
+              "hparams": dict, "profile": dict, "epochs": int, "train_samples": int, "eval_samples": int}
+MODEL_REQUIRED = ("dataset", "metric", "target", "throughput_unit")
+MODEL_PROFILE_KEYS = {"epochs": int, "train_samples": int, "eval_samples": int, "hparams": dict}
+OPERATOR_KEYS = {"title": str, "sweep": dict, "quick": dict}
+PROFILE_KEYS = {"description": str, "models": list, "operators": list, "frameworks": list, "modes": list,
+                "amp": list, "devices": list, "dtypes": list, "directions": list, "repeats": int,
+                "timeout_s": (int, float)}
+RULE_KEYS = {"model", "op", "framework", "mode", "amp", "devices", "platform", "dtype", "direction", "profile"}
+DTYPES = ("fp32", "fp16", "bf16")
+DIRECTIONS = ("fwd", "fwd+bwd")
+TYPE_NAMES = {str: "a string", int: "an integer", float: "a number", dict: "a table", list: "a list"}
+
+
+class _Checker:
+    def __init__(self, path: Path, data: dict[str, Any]):
+        self.path, self.data = path, data
+
+    def fail(self, where: str, what: str) -> None:
+        raise HarnessError(f"matrix file {self.path}: {where} {what}")
+
+    def type(self, where: str, value: Any, want) -> None:
+        wants = want if isinstance(want, tuple) else (want,)
+        if isinstance(value, bool) or not isinstance(value, wants):
+            names = " or ".join(dict.fromkeys("a number" if w in (int, float) and len(wants) > 1 else TYPE_NAMES[w]
+                                              for w in wants))
+            self.fail(where, f"is {value!r} ({_kind(value)}); it must be {names}")
+
+    def keys(self, where: str, table: Any, allowed: dict | set, what: str = "key") -> None:
+        self.type(where, table, dict)
+        bad = sorted(set(table) - set(allowed))
+        if bad:
+            self.fail(where, f"has unknown {what}(s) {', '.join(map(repr, bad))}; "
+                             f"allowed: {', '.join(sorted(allowed))}")
+        if isinstance(allowed, dict):
+            for k, want in allowed.items():
+                if k in table:
+                    self.type(f"{where} {k}", table[k], want)
+
+    def one_of(self, where: str, value: Any, allowed, hint: str) -> None:
+        if value not in allowed:
+            self.fail(where, f"has {value!r}, which is not one of {list(allowed)}; {hint}")
+
+    def check(self) -> None:
+        d = self.data
+        bad = sorted(set(d) - TOP_KEYS)
+        if bad:
+            self.fail("top level", f"has unknown table(s) or key(s) {', '.join(map(repr, bad))} (a typo?); "
+                                   f"allowed: {', '.join(sorted(TOP_KEYS))}")
+        schema = d.get("schema", SCHEMA)
+        self.type("schema", schema, int)
+        if schema > SCHEMA:
+            self.fail("schema", f"is {schema}, newer than this harness reads ({SCHEMA}); update the harness "
+                                f"(git pull) or use a matrix file of schema {SCHEMA}")
+        self.keys("[defaults]", d.get("defaults", {}), DEFAULT_KEYS)
+        axes = d.get("axes", {})
+        self.keys("[axes]", axes, {k: list for k in AXIS_KEYS})
+        for k, want in AXIS_KEYS.items():
+            for v in axes.get(k, []):
+                self.type(f"[axes] {k}", v, want)
+        for fw in axes.get("framework", []):
+            if importlib.util.find_spec(f"harness.frameworks.{fw}") is None:
+                self.fail("[axes] framework", f"has '{fw}', which has no back-end harness/frameworks/{fw}.py; "
+                                              f"add one or remove '{fw}'")
+        self.type("[models]", d.get("models", {}), dict)
+        for name, m in d.get("models", {}).items():
+            self.model(name, m)
+        self.type("[operators]", d.get("operators", {}), dict)
+        for name, o in d.get("operators", {}).items():
+            self.operator(name, o)
+        self.type("[profiles]", d.get("profiles", {}), dict)
+        for name, p in d.get("profiles", {}).items():
+            self.profile(name, p, axes)
+        for section in ("exclude", "skip"):
+            self.type(f"[[{section}]]", d.get(section, []), list)
+            for i, rule in enumerate(d.get(section, []), 1):
+                self.rule(f"[[{section}]] rule {i}", rule, axes, section)
+
+    def model(self, name: str, m: Any) -> None:
+        where = f"[models.{name}]"
+        self.keys(where, m, MODEL_KEYS)
+        for k in MODEL_REQUIRED:
+            if k not in m:
+                self.fail(where, f"has no '{k}'; add {k} = ...")
+        if importlib.util.find_spec(f"harness.data.{m['dataset']}") is None:
+            self.fail(f"{where} dataset", f"is '{m['dataset']}', which has no module harness/data/{m['dataset']}.py")
+        if importlib.util.find_spec(f"harness.models.{name}") is None:
+            self.fail(where, f"has no model package harness/models/{name}/; add one or remove the table")
+        for prof, over in m.get("profile", {}).items():
+            self.one_of(f"{where} profile", prof, list(self.data.get("profiles", {})), "name a [profiles.*] table")
+            self.keys(f"{where} profile.{prof}", over, MODEL_PROFILE_KEYS)
+            self.type(f"{where} profile.{prof} hparams", over.get("hparams", {}), dict)
+
+    def operator(self, name: str, o: Any) -> None:
+        from harness.operators import SHAPE_KEYS
+
+        where = f"[operators.{name}]"
+        self.keys(where, o, OPERATOR_KEYS)
+        self.one_of(where[1:-1], name, SHAPE_KEYS, "harness/operators/ implements these")
+        if "sweep" not in o:
+            self.fail(where, "has no 'sweep'; add sweep = { batch = [...], ... }")
+        for key in ("sweep", "quick"):
+            if key in o:
+                self.keys(f"{where} {key}", o[key], {k: list for k in SHAPE_KEYS[name]})
+                missing = [k for k in SHAPE_KEYS[name] if k not in o[key]]
+                if missing:
+                    self.fail(f"{where} {key}", f"lacks {', '.join(missing)}; "
+                                                f"{name} needs {', '.join(SHAPE_KEYS[name])}")
+                for k, values in o[key].items():
+                    for v in values:
+                        self.type(f"{where} {key}.{k}", v, int)
+
+    def profile(self, name: str, p: Any, axes: dict) -> None:
+        where = f"[profiles.{name}]"
+        self.keys(where, p, PROFILE_KEYS)
+        choices = {"models": list(self.data.get("models", {})), "operators": list(self.data.get("operators", {})),
+                   "frameworks": axes.get("framework", []), "modes": axes.get("mode", []),
+                   "amp": axes.get("amp", []), "devices": axes.get("devices", []), "dtypes": DTYPES,
+                   "directions": DIRECTIONS}
+        source = {"models": "[models.*] tables", "operators": "[operators.*] tables", "frameworks": "[axes] framework",
+                  "modes": "[axes] mode", "amp": "[axes] amp", "devices": "[axes] devices",
+                  "dtypes": "the dtypes the operators support", "directions": "the operator directions"}
+        for key, allowed in choices.items():
+            for v in p.get(key, []):
+                self.one_of(f"{where} {key}", v, allowed, f"the values come from {source[key]}")
+        if p.get("models") and not all(p.get(k) for k in ("frameworks", "modes", "amp", "devices")):
+            self.fail(where, "names models but not all of frameworks, modes, amp and devices; add the missing lists")
+        if p.get("repeats", 1) < 1 or p.get("timeout_s", 1) <= 0:
+            self.fail(where, "needs repeats >= 1 and timeout_s > 0")
+
+    def rule(self, where: str, rule: Any, axes: dict, section: str) -> None:
+        allowed = RULE_KEYS - ({"platform"} if section == "exclude" else set())
+        self.keys(where, rule, allowed | {"why"})
+        if "why" not in rule:
+            self.fail(where, "has no 'why'; say why the rule exists: why = \"...\"")
+        self.type(f"{where} why", rule["why"], str)
+        values = {"framework": axes.get("framework", []), "mode": axes.get("mode", []), "amp": axes.get("amp", []),
+                  "devices": axes.get("devices", []), "platform": PLATFORMS,
+                  "model": list(self.data.get("models", {})), "op": list(self.data.get("operators", {})),
+                  "profile": list(self.data.get("profiles", {})), "dtype": DTYPES, "direction": DIRECTIONS}
+        for key, want in rule.items():
+            if key == "why":
+                continue
+            for v in want if isinstance(want, list) else [want]:
+                self.one_of(f"{where} {key}", v, values[key], "a rule with a value that does not exist matches nothing")
+
+
+def _kind(value: Any) -> str:
+    return {str: "a string", bool: "a boolean", int: "an integer", float: "a number", dict: "a table",
+            list: "a list"}.get(type(value), type(value).__name__)
+
+
+def validate(path: Path, data: dict[str, Any]) -> None:
+    _Checker(path, data).check()

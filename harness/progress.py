@@ -1,0 +1,91 @@
+"""What a person sees during a run: cells done / total with the elapsed time and an estimate of what is left,
+a line per epoch of a long cell (epoch, loss, metric, throughput, read from its event log as it grows), and
+download progress. On a terminal (stderr is a tty) the download shows one line rewritten in place; elsewhere
+(CI logs) every line is plain and printed once."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+EPOCH_LINE_EVERY_S = 10.0    # at most one epoch line per this many seconds: long cells only, never a flood
+DOWNLOAD_LINE_EVERY_S = 5.0  # not a terminal: a download progress line at most this often
+
+
+def duration(seconds: float) -> str:
+    seconds = int(round(seconds))
+    h, rest = divmod(seconds, 3600)
+    m, s = divmod(rest, 60)
+    return f"{h}h{m:02d}m" if h else f"{m}m{s:02d}s" if m else f"{s}s"
+
+
+class RunProgress:
+    """Cells done / total, elapsed, and what is left estimated from the mean time of the cells measured so far."""
+
+    def __init__(self, total: int, clock: Callable[[], float] = time.monotonic):
+        self.total, self.clock, self.t0 = total, clock, clock()
+        self.done, self.measured_s, self.measured = 0, 0.0, 0
+
+    def finished(self, seconds: float | None = None) -> str:
+        """Count a cell as done (`seconds`: how long it ran, None for one kept or skipped) and say where the run is."""
+        self.done += 1
+        if seconds is not None:
+            self.measured += 1
+            self.measured_s += seconds
+        left = self.total - self.done
+        line = f"{self.done}/{self.total} cells, {duration(self.clock() - self.t0)} elapsed"
+        if left and self.measured:
+            line += f", about {duration(left * self.measured_s / self.measured)} left"
+        return line
+
+
+class EpochLines:
+    """Turns a training cell's event-log lines into readable epoch lines, at most one per EPOCH_LINE_EVERY_S."""
+
+    def __init__(self, spec: dict[str, Any], log: Callable[[str], None], clock: Callable[[], float] = time.monotonic,
+                 every_s: float = EPOCH_LINE_EVERY_S):
+        self.spec, self.log, self.clock, self.every_s = spec, log, clock, every_s
+        self.last = clock()
+        self.epoch: dict[str, Any] = {}
+
+    def __call__(self, line: str) -> None:
+        try:
+            ev = json.loads(line)
+        except json.JSONDecodeError:
+            return
+        if ev.get("key") == "epoch_stop":
+            self.epoch = ev.get("metadata") or {}
+        elif ev.get("key") == "eval_accuracy" and self.epoch and self.clock() - self.last >= self.every_s:
+            self.last = self.clock()
+            m = self.epoch
+            tput = m["samples"] / m["train_s"] if m.get("train_s") else None
+            epochs = self.spec.get("epochs")
+            self.log(f"    epoch {m.get('epoch_num', 0) + 1}{f'/{epochs}' if epochs else ''}: "
+                     f"loss {m.get('loss', float('nan')):.4f}, {self.spec.get('metric', 'metric')} {ev['value']:.4f}"
+                     + (f", {tput:,.1f} {self.spec.get('throughput_unit', 'samples/s')}" if tput else ""))
+
+
+class Download:
+    """Progress of one download: bytes so far of the total, rewritten in place on a terminal."""
+
+    def __init__(self, name: str, total: int | None, stream=None, clock: Callable[[], float] = time.monotonic):
+        self.name, self.total, self.stream, self.clock = name, total, stream or sys.stderr, clock
+        self.tty = self.stream.isatty()
+        self.got, self.last = 0, clock()
+
+    def update(self, n: int) -> None:
+        self.got += n
+        if self.tty or self.clock() - self.last >= DOWNLOAD_LINE_EVERY_S:
+            self.last = self.clock()
+            self._show(end="\r" if self.tty else "\n")
+
+    def close(self) -> None:
+        self._show(end="\n")
+
+    def _show(self, end: str) -> None:
+        mb = self.got / 1e6
+        of = f" of {self.total / 1e6:,.1f} MB ({100 * self.got / self.total:.0f}%)" if self.total else " MB"
+        print(f"downloading {self.name}: {mb:,.1f}{of}", end=end, file=self.stream, flush=True)

@@ -1,0 +1,126 @@
+"""Conformance: every framework back-end, scenario, model file and operator file provides what
+harness/contracts.py declares, with the declared parameter names. Back-ends and scenarios are imported (they import
+no framework at module level); model and operator files are read as source (ast), so the check needs neither
+PyTorch nor MindSpore and a new model or framework that lacks a piece fails here, naming it."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import inspect
+import pkgutil
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from harness import contracts, frameworks, scenarios
+from harness.scenarios import SCENARIO_FOR_KIND
+
+HARNESS = Path(__file__).resolve().parent.parent / "harness"
+FRAMEWORKS = sorted(m.name for m in pkgutil.iter_modules(frameworks.__path__))
+SCENARIOS = sorted(m.name for m in pkgutil.iter_modules(scenarios.__path__))
+MODELS = sorted(m.name for m in pkgutil.iter_modules([str(HARNESS / "models")]) if m.ispkg)
+
+
+def members(protocol) -> dict[str, list[str] | None]:
+    """{name: parameter names (without self)} of the protocol's methods; None for its data attributes."""
+    out: dict[str, list[str] | None] = {}
+    for cls in reversed(protocol.__mro__):
+        if cls in (object,) or cls.__name__ in ("Protocol", "Generic"):
+            continue
+        out.update({k: None for k in getattr(cls, "__annotations__", {})})
+        out.update({k: list(inspect.signature(v).parameters)[1:] for k, v in vars(cls).items()
+                    if inspect.isfunction(v) and not k.startswith("_")})
+    return out
+
+
+def problems(protocol, provided: dict[str, list[str] | None], what: str) -> list[str]:
+    """What `provided` ({name: parameter names, or None for an attribute}) lacks or gets wrong."""
+    out = []
+    for name, params in members(protocol).items():
+        if name not in provided:
+            out.append(f"{what} lacks {name!r} ({protocol.__name__})")
+        elif params is not None and provided[name] != params:
+            out.append(f"{what}.{name} takes {provided[name]}, the contract says {params}")
+    return out
+
+
+def module_functions(mod) -> dict[str, list[str] | None]:
+    return {k: list(inspect.signature(v).parameters) for k, v in vars(mod).items() if inspect.isfunction(v)}
+
+
+def source_functions(path: Path) -> tuple[dict[str, list[str]], dict[str, dict[str, list[str] | None]]]:
+    """Top-level functions and, per class, its methods and `self.x = ...` attributes, read from source."""
+    tree = ast.parse(path.read_text())
+    funcs = {n.name: [a.arg for a in n.args.args] for n in tree.body if isinstance(n, ast.FunctionDef)}
+    classes: dict[str, dict[str, list[str] | None]] = {}
+    for c in (n for n in tree.body if isinstance(n, ast.ClassDef)):
+        got: dict[str, list[str] | None] = {}
+        for n in c.body:
+            if isinstance(n, ast.FunctionDef):
+                static = any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in n.decorator_list)
+                got[n.name] = [a.arg for a in n.args.args][0 if static else 1:]
+        for node in ast.walk(c):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target] \
+                if isinstance(node, ast.AnnAssign) else []
+            for t in targets:
+                for e in (t.elts if isinstance(t, ast.Tuple) else [t]):
+                    if isinstance(e, ast.Attribute) and isinstance(e.value, ast.Name) and e.value.id == "self":
+                        got.setdefault(e.attr, None)
+        classes[c.name] = got
+    return funcs, classes
+
+
+def test_every_kind_of_plug_in_is_found():
+    assert FRAMEWORKS == ["mindspore", "pytorch"]
+    assert {"training", "operator"} <= set(SCENARIOS)
+    assert {"gcn", "resnet50", "gru"} <= set(MODELS)
+
+
+@pytest.mark.parametrize("name", FRAMEWORKS)
+def test_framework_backend_conforms(name):
+    mod = frameworks.backend(name)
+    assert isinstance(mod, contracts.Backend)
+    assert problems(contracts.Backend, module_functions(mod), f"harness/frameworks/{name}.py") == []
+
+
+@pytest.mark.parametrize("name", SCENARIOS)
+def test_scenario_conforms(name):
+    mod = importlib.import_module(f"harness.scenarios.{name}")
+    assert isinstance(mod, contracts.Scenario)
+    assert problems(contracts.Scenario, module_functions(mod), f"harness/scenarios/{name}.py") == []
+
+
+def test_every_cell_kind_has_a_scenario():
+    assert set(SCENARIO_FOR_KIND.values()) <= set(SCENARIOS)
+
+
+@pytest.mark.parametrize("model, framework", [(m, f) for m in MODELS for f in FRAMEWORKS])
+def test_model_file_builds_a_workload_that_conforms(model, framework):
+    path = HARNESS / "models" / model / f"{framework}.py"
+    assert path.is_file(), f"model {model} has no {framework} file {path}"
+    funcs, classes = source_functions(path)
+    assert problems(contracts.ModelModule, funcs, str(path)) == []
+    ret = ast.parse(path.read_text())
+    build = next(n for n in ret.body if isinstance(n, ast.FunctionDef) and n.name == "build")
+    returned = [n.value.func.id for n in ast.walk(build) if isinstance(n, ast.Return)
+                and isinstance(n.value, ast.Call) and isinstance(n.value.func, ast.Name)]
+    assert returned and returned[0] in classes, f"{path}: build() does not return an instance of a class defined there"
+    assert problems(contracts.ProbedWorkload, classes[returned[0]], f"{path}: {returned[0]}") == []
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_operator_file_conforms(framework):
+    path = HARNESS / "operators" / f"{framework}.py"
+    funcs, _ = source_functions(path)
+    assert problems(contracts.OperatorModule, funcs, str(path)) == []
+
+
+def test_the_check_fails_for_a_plug_in_that_lacks_a_piece_or_misnames_a_parameter():
+    """The conformance check can fail: a back-end without layer_count and with a renamed parameter."""
+    good = module_functions(frameworks.backend("pytorch"))
+    bad = {k: v for k, v in good.items() if k != "layer_count"} | {"setup": ["context"]}
+    found = problems(contracts.Backend, bad, "fake")
+    assert found == ["fake.setup takes ['context'], the contract says ['ctx']", "fake lacks 'layer_count' (Backend)"]
+    assert not isinstance(SimpleNamespace(**{k: print for k in bad}), contracts.Backend)
