@@ -96,7 +96,8 @@ def test_ascend_dry_run_prints_complete_commands_with_every_device_flag(tmp_path
     for n in range(8):  # no NPU here: the commands show an 8-NPU server, and say so on stderr
         assert f"--device /dev/davinci{n} " in run_line
     for flag in ("--device /dev/davinci_manager", "--device /dev/devmm_svm", "--device /dev/hisi_hdc",
-                 *ASCEND_MOUNTS, "--shm-size 16g", f"-v {out}:/results", "ms-pt-harness:ascend-910 run --platform ascend",
+                 *ASCEND_MOUNTS, "--shm-size 16g", f"-v {out}:/results",
+                 "ms-pt-harness:ascend-910 run --platform ascend",
                  "--profile quick", "--out /results", "--only model/gcn/\\*"):
         assert flag in run_line, flag
     assert any(line.endswith("ms-pt-harness:ascend-910 report /results") for line in lines)
