@@ -198,3 +198,21 @@ def test_report_html_loads_in_headless_chromium_without_console_messages(two_hos
     figures = re.findall(r'<figure id="([^"]+)"><svg.*?</svg>', dom, flags=re.S)
     assert sorted(figures) == ["energy-cuda", "fig3-cpu", "fig3-cuda", "fig4-cpu", "fig5-cpu"]
     assert all(dom.count(f'id="{f}-') > 5 for f in figures)  # each SVG drawn with its own elements
+
+
+def test_each_framework_at_its_best_table_comes_from_the_run_folders_benchmark(tmp_path):
+    """benchmarks/reference_gap.py --out RUN/reference_gap.json: the report shows its ratios, flags those under 0.95,
+    and leaves the section out where a run folder has no such file."""
+    run = _fixture_run(tmp_path)
+    assert "Each framework at its best" not in report.render([run]).read_text()
+    rows = [{"status": "ok", "model": "resnet50", "framework": "mindspore", "mode": "graph", "amp": "off",
+             "harness": 11.2, "reference": 11.0, "ratio": 1.018, "ratios": [1.01, 1.02], "unit": "images/s"},
+            {"status": "ok", "model": "gru", "framework": "pytorch", "mode": "eager", "amp": "off",
+             "harness": 700.0, "reference": 800.0, "ratio": 0.875, "ratios": [0.87, 0.88], "unit": "sentence pairs/s"},
+            {"status": "failed", "cell": "model/gcn/pytorch/eager/amp-off/1dev", "error": "boom"}]
+    (run / "reference_gap.json").write_text(json.dumps({"measured_at": "2026-11-23T10:00:00+00:00",
+                                                        "command": "benchmarks/reference_gap.py", "rows": rows}))
+    html = report.render([run]).read_text()
+    section = html.split('id="at-best"', 1)[1].split("<h2", 1)[0]
+    assert "1.018" in section and "0.875 (under 0.95)" in section and "1.018 (under" not in section
+    assert "boom" not in section

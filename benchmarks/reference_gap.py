@@ -1,0 +1,152 @@
+"""Each framework at its best: harness workload throughput / its framework's own recommended loop (goal >= 0.95).
+
+For each model x framework x mode x AMP level, one fresh process (as the runner gives every cell):
+  harness:   the cell's workload (harness/models/<model>/<fw>.py build(), the back-end's setup() applied), its
+             train_epoch() timed exactly as scenarios/training.py times it (clock around the epoch, device
+             synchronised before the clock is read);
+  reference: benchmarks/reference/<model>_<fw>.py, the same network, weights, batches and hyperparameters
+             written the way the framework's own documentation writes it (nn.TrainOneStepCell; PyTorch's
+             standard loop), sharing no model or back-end code with the harness.
+Both are built and warmed up (one epoch each: compilation, allocator, thread pools), then take turns, the order
+swapping every round, `--epochs-per-block` epochs a turn, so a slow phase of the host falls on both. Printed per
+configuration: the median steady throughput of each and the median of the per-round ratios. `--out FILE` also
+writes the table as JSON; `python -m harness report` shows it when the file lies in a run folder as
+`reference_gap.json`.
+
+    python benchmarks/reference_gap.py [--models resnet50,gru,gcn] [--amp off,O2] [--rounds 4] [--out FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import importlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from statistics import median
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from benchmarks.alternate import alternate  # noqa: E402
+from harness import data as datasets  # noqa: E402
+from harness import envinfo, matrix  # noqa: E402
+from harness.context import CellContext  # noqa: E402
+from harness.frameworks import backend as load_backend  # noqa: E402
+from harness.scenarios import training  # noqa: E402
+
+MODES = {"pytorch": ["eager"], "mindspore": ["graph", "pynative"]}
+AMP = {"pytorch": {"off": "off", "O2": "O2"}, "mindspore": {"off": "off", "O2": "O2"}}
+# Larger epochs than the quick profile's where one epoch is a step or two: a turn must be long against the clock.
+TRAIN_SAMPLES = {"resnet50": 48, "gru": 256}
+EPOCHS_PER_BLOCK = {"resnet50": 1, "gru": 1, "gcn": 20}
+
+
+def measure(cell_id: str, rounds: int, data_dir: str | None) -> dict:
+    """In this process: build the harness workload and the reference, warm both, then alternate."""
+    cell = next(c for c in matrix.load().expand("quick") if c.id == cell_id)
+    k = EPOCHS_PER_BLOCK[cell.model]
+    cell.spec["epochs"] = 2 + rounds * k  # the learning-rate schedules cover every epoch run here
+    if cell.model in TRAIN_SAMPLES:
+        cell.spec["train_samples"] = TRAIN_SAMPLES[cell.model]
+    folder = str(datasets.prepare(cell.spec["dataset"], Path(data_dir), False)) if data_dir else None
+    ctx = CellContext(cell=cell, platform="cpu", repeat=0, data_folder=folder, synthetic=folder is None)
+    backend = load_backend(cell.framework)
+    ctx.settings = backend.setup(ctx)
+    ds = datasets.module(cell.spec["dataset"])
+    data = ds.load(folder) if folder else ds.synthetic(cell.seed)
+    workload = training.model_module(cell.model, cell.framework).build(ctx, data)
+    ref_mod = importlib.import_module(f"benchmarks.reference.{cell.model}_{cell.framework}")
+    reference = ref_mod.build(data, ctx.hparams, cell.spec, cell.seed, cell.amp)
+    next_epoch = {"reference": 0}
+
+    def harness_block() -> float:
+        t = time.perf_counter()
+        for _ in range(k):
+            workload.train_epoch()
+        backend.synchronize(ctx)
+        return k * workload.samples_per_epoch / (time.perf_counter() - t)
+
+    def reference_block() -> float:
+        t = time.perf_counter()
+        for _ in range(k):
+            reference.train_epoch(next_epoch["reference"])
+            next_epoch["reference"] += 1
+        backend.synchronize(ctx)
+        return k * reference.samples_per_epoch / (time.perf_counter() - t)
+
+    t0 = time.perf_counter()
+    workload.train_epoch()
+    warm_h = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    reference.train_epoch(next_epoch["reference"])
+    next_epoch["reference"] += 1
+    warm_r = time.perf_counter() - t0
+    pairs = alternate(harness_block, reference_block, rounds)
+    ratios = [h / r for h, r in pairs]
+    return {"cell": cell_id, "model": cell.model, "framework": cell.framework, "mode": cell.mode, "amp": cell.amp,
+            "unit": cell.spec["throughput_unit"], "harness": median(h for h, _ in pairs),
+            "reference": median(r for _, r in pairs), "ratio": median(ratios), "ratios": ratios,
+            "rounds": [{"harness": h, "reference": r} for h, r in pairs],
+            "first_epoch_s": {"harness": warm_h, "reference": warm_r},
+            "samples_per_block": k * workload.samples_per_epoch, "reference_loop": ref_mod.__doc__.splitlines()[0]}
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--models", default="resnet50,gru,gcn")
+    p.add_argument("--frameworks", default="pytorch,mindspore")
+    p.add_argument("--modes", default="eager,graph,pynative")
+    p.add_argument("--amp", default="off,O2", help="AMP levels: off and/or O2 (PyTorch autocast, MindSpore O2)")
+    p.add_argument("--rounds", type=int, default=4)
+    p.add_argument("--data-dir", default=str(REPO.parent / "shared" / "data"))
+    p.add_argument("--synthetic", action="store_true")
+    p.add_argument("--out", type=Path, help="also write the results as JSON here")
+    p.add_argument("--child", help=argparse.SUPPRESS)
+    a = p.parse_args()
+    if a.child:
+        dataset = matrix.load().data["models"][a.child.split("/")[1]]["dataset"]
+        folder = datasets.module(dataset).FOLDER
+        data_dir = None if a.synthetic or not Path(a.data_dir, folder).is_dir() else a.data_dir
+        print(json.dumps(measure(a.child, a.rounds, data_dir)))
+        return 0
+    want = {"model": a.models.split(","), "framework": a.frameworks.split(","), "mode": a.modes.split(","),
+            "amp": a.amp.split(",")}
+    cells = [c for c in matrix.load().expand("quick") if c.kind == "model"
+             and all(getattr(c, axis) in values for axis, values in want.items())]
+    print(f"harness / reference loop, steady throughput, {a.rounds} alternating rounds per configuration "
+          f"(CIFAR-10 synthetic; Cora and Multi30K {'synthetic' if a.synthetic else 'real where present'})")
+    print(f"{'configuration':<44} {'harness':>10} {'reference':>10} {'ratio':>6}  per round")
+    rows = []
+    for cell in cells:
+        env = {**os.environ, **load_backend(cell.framework).process_env("cpu"), "PYTHONPATH": str(REPO)}
+        args = [sys.executable, __file__, "--child", cell.id, "--rounds", str(a.rounds), "--data-dir", a.data_dir]
+        args += ["--synthetic"] if a.synthetic else []
+        proc = subprocess.run(args, capture_output=True, text=True, env=env, cwd=tempfile.gettempdir())
+        name = f"{cell.model} {cell.framework} {cell.mode} amp-{cell.amp}"
+        if proc.returncode != 0:
+            print(f"{name:<44} failed: {proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else '?'}")
+            rows.append({"cell": cell.id, "status": "failed", "error": proc.stderr[-2000:]})
+            continue
+        r = json.loads(proc.stdout.strip().splitlines()[-1]) | {"status": "ok"}
+        rows.append(r)
+        per_round = " ".join(f"{x:.2f}" for x in r["ratios"])
+        flag = "" if r["ratio"] >= 0.95 else "  < 0.95"
+        print(f"{name:<44} {r['harness']:>10,.1f} {r['reference']:>10,.1f} {r['ratio']:>6.3f}  {per_round}"
+              f"  ({r['unit']}){flag}", flush=True)
+    if a.out:
+        a.out.parent.mkdir(parents=True, exist_ok=True)
+        host = envinfo.capture(probe_frameworks=False).get("cpu")
+        a.out.write_text(json.dumps({"measured_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+                                     "command": " ".join(sys.argv), "host": host, "rows": rows}, indent=1))
+        print(f"written: {a.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
