@@ -1,6 +1,7 @@
 """ResNet50 (CIFAR variant) trained the way PyTorch's examples train it: a torchvision-style nn.Module, SGD with
 momentum and weight-decay parameter groups, the standard loop (zero_grad(set_to_none=True), forward, loss,
-backward, step), torch.autocast for AMP (bf16 on CPU).
+backward, step), torch.autocast for AMP (bf16 on CPU), and channels_last, as PyTorch's performance tuning guide
+recommends for convolutional networks.
 
 Only the numpy initial weights, the batches and the learning-rate schedule come from harness.models.resnet50."""
 
@@ -68,6 +69,7 @@ class Reference:
         self.model = ResNet(data["num_classes"], hp["bn_momentum_pt"], hp["bn_eps"])
         weights = init_weights(seed, data["num_classes"])
         self.model.load_state_dict({k: torch.from_numpy(v) for k, v in weights.items()}, strict=False)
+        self.model = self.model.to(memory_format=torch.channels_last)
         named = dict(self.model.named_parameters())
         self.opt = torch.optim.SGD([{"params": [p for n, p in named.items() if decays(n)],
                                      "weight_decay": hp["weight_decay"]},
@@ -84,7 +86,8 @@ class Reference:
                 group["lr"] = float(self.lrs[min(self.step_no, len(self.lrs) - 1)])
             self.opt.zero_grad(set_to_none=True)
             with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.amp):
-                loss = F.cross_entropy(self.model(torch.from_numpy(x)).float(), torch.from_numpy(y))
+                images = torch.from_numpy(x).contiguous(memory_format=torch.channels_last)
+                loss = F.cross_entropy(self.model(images).float(), torch.from_numpy(y))
             loss.backward()
             self.opt.step()
             losses.append(loss.detach())
