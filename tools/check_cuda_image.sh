@@ -3,7 +3,7 @@
 
 # 5b. What a GPU host relies on, checked in the built image.
 cuda_checks() {
-  local arch ldd_out missing wrong
+  local arch fatbins ldd_out missing wrong
   # torch.cuda.get_arch_list() is empty without a GPU (it asks is_available() first); the list it would
   # return is the build's, which torch._C._cuda_getArchFlags() gives without a device.
   arch="$(inside python -c 'import torch; print(torch.__version__, torch.version.cuda, torch.backends.cudnn.version(), torch._C._cuda_getArchFlags())')" \
@@ -12,6 +12,22 @@ cuda_checks() {
   for sm in sm_70 sm_90; do
     grep -qw "$sm" <<< "$arch" || fail "torch in the image has no $sm kernels (compiled for: $arch)"
   done
+  # The same from the binaries: the GPU code each library carries (tools/fatbin_archs.py reads the fat binaries).
+  fatbins="$("${buildah[@]}" run --isolation chroot --volume "$root/tools:/tools:ro" "$ctr" -- bash -c \
+    'sp=/opt/venv/lib/python3.11/site-packages; python /tools/fatbin_archs.py $sp/torch/lib/libtorch_cuda.so \
+       $sp/mindspore/lib/plugin/gpu/libcuda_ops.so.11 /usr/local/cuda/lib64/libcudnn_cnn_infer.so.8 \
+       /usr/local/cuda/lib64/libcublasLt.so.11')" || fail "could not read the fat binaries of the CUDA libraries"
+  sed 's/^/    /; s|/opt/venv/lib/python3.11/site-packages/||' <<< "$fatbins" >&2
+  fatbin_has() {  # fatbin_has LIBRARY KIND SM: that library carries KIND (sass|ptx) code for SM
+    grep "/$1: " <<< "$fatbins" | sed "s/^[^:]*://" | grep -qE "$2( sm_[0-9]+)* $3( |\$)"
+  }
+  fatbin_has libtorch_cuda.so sass sm_70 && fatbin_has libtorch_cuda.so sass sm_90 \
+    || fail "libtorch_cuda.so carries no sm_70 or no sm_90 machine code"
+  fatbin_has libcuda_ops.so.11 sass sm_70 && fatbin_has libcuda_ops.so.11 sass sm_80 \
+    || fail "MindSpore's libcuda_ops.so.11 carries no sm_70 or no sm_80 machine code"
+  grep "/libcuda_ops.so.11: " <<< "$fatbins" | grep -q " ptx sm_" \
+    || fail "MindSpore's libcuda_ops.so.11 carries no PTX: newer GPUs (H100) could not JIT its kernels"
+  fatbin_has libcudnn_cnn_infer.so.8 sass sm_90 || fail "cuDNN 8 (CUDA 11 build) in the image has no sm_90 code"
 
   # MindSpore's GPU plug-in: every NEEDED library must resolve inside the image except libcuda.so.1.
   ldd_out="$(inside bash -c 'ldd "$(python -c "import mindspore, os; print(os.path.dirname(mindspore.__file__))")/lib/plugin/libmindspore_gpu.so.11.6"')" \
@@ -28,7 +44,7 @@ cuda_checks() {
   missing="$(inside bash -c 'for f in /usr/local/cuda/lib64/*.so*; do ldd "$f" | sed -n "s/^\s*\(\S*\) => not found/\1/p"; done' | sort -u | tr '\n' ' ')"
   [ -z "$missing" ] || [ "$missing" = "libcuda.so.1 " ] \
     || fail "libraries in /usr/local/cuda/lib64 need libraries the image lacks: $missing"
-  echo "check_image: every library under /usr/local/cuda/lib64 resolves (libcuda.so.1 aside: ${missing:-not needed})" >&2
+  echo "check_image: every library under /usr/local/cuda/lib64 resolves${missing:+ (but libcuda.so.1)}" >&2
   echo "check_image: libcuda.so.1 is the NVIDIA driver's: the container toolkit mounts it from the host at run time" >&2
 
   inside python -m harness env > "$runs/env.json" || fail "python -m harness env failed in the CUDA image"
