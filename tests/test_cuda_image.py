@@ -3,6 +3,12 @@ the two locks, what Dockerfile.cuda sets for a GPU host, and how reproduce.sh ru
 the checks inside the built image are tools/check_image.sh --cuda (tox -e image-cuda)."""
 
 import re
+import shutil
+import struct
+import subprocess
+import sys
+
+import pytest
 
 from tests.conftest import REPO
 from tests.test_reproduce import _path_without_engines, fake_engine
@@ -83,3 +89,33 @@ def test_podman_gets_selinux_labels_off_for_the_gpu_and_docker_does_not(tmp_path
         lines[engine] = next(line for line in proc.stdout.splitlines() if "--platform cuda" in line)
     assert "--security-opt=label=disable" in lines["podman"] and "--device nvidia.com/gpu=all" in lines["podman"]
     assert "--security-opt" not in lines["docker"] and "--gpus all" in lines["docker"]
+
+
+def _fatbin_entry(kind: int, sm: int, payload: bytes) -> bytes:
+    """One fat binary entry: kind (1 PTX, 2 SASS), a 64-byte header with the sm version at offset 28."""
+    header = struct.pack("<HHIQ", kind, 0x101, 64, len(payload)) + bytes(12) + struct.pack("<I", sm)
+    return header + bytes(64 - len(header)) + payload
+
+
+def test_fatbin_archs_reads_sass_and_ptx_from_an_elf_section(tmp_path):
+    objcopy = shutil.which("objcopy")
+    if not objcopy or not shutil.which("readelf"):
+        pytest.skip("needs binutils (objcopy, readelf)")
+    entries = [_fatbin_entry(2, 70, b"\x7fELF" + bytes(60)), _fatbin_entry(2, 90, bytes(32)),
+               _fatbin_entry(1, 86, b".version 7.6\n.target sm_86\n\0\0\0")]
+    blob = b""
+    for group in (entries[:2], entries[2:]):  # two fat binaries, 8-byte padding between them
+        body = b"".join(group)
+        blob += struct.pack("<IHHQ", 0xBA55ED50, 1, 16, len(body)) + body + bytes(8)
+    (tmp_path / "fatbin.bin").write_bytes(blob)
+    lib = tmp_path / "libfake.so"
+    subprocess.run([objcopy, "--add-section", f".nv_fatbin={tmp_path / 'fatbin.bin'}", sys.executable, str(lib)],
+                   check=True, capture_output=True)
+    proc = subprocess.run([sys.executable, str(REPO / "tools" / "fatbin_archs.py"), str(lib)], capture_output=True,
+                          text=True, check=True)
+    assert proc.stdout.strip() == f"{lib}: sass sm_70 sm_90 ptx sm_86"
+    plain = tmp_path / "libplain.so"
+    shutil.copy(sys.executable, plain)
+    proc = subprocess.run([sys.executable, str(REPO / "tools" / "fatbin_archs.py"), str(plain)], capture_output=True,
+                          text=True, check=True)
+    assert proc.stdout.strip() == f"{plain}:", "a library without GPU code has none"
