@@ -5,8 +5,9 @@
 #         (Dockerfile.cpu) with --container.
 # cuda    in the image of Dockerfile.cuda (docker or podman), every GPU passed through.
 # ascend  in the image of Dockerfile.ascend, every NPU and the host's NPU driver passed through.
-# --native runs cuda/ascend with the Python named by $PYTHON instead (it must hold that platform's
-# torch (+ torch_npu) and mindspore). --dry-run prints every command and runs none. See ARTIFACT.md.
+# --native runs cuda/ascend with the Python named by $PYTHON instead (it needs that platform's build of at
+# least one framework, torch (+ torch_npu) or mindspore; the cells of one it lacks are recorded as skipped,
+# and the script says which). --dry-run prints every command and runs none. See ARTIFACT.md.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -21,7 +22,8 @@ usage: ./reproduce.sh cpu|cuda|ascend [--quick|--full] [--image REF] [--build] [
   --image REF      the container image to run (default: ms-pt-harness:PLATFORM, built when missing)
   --build          build the image from Dockerfile.PLATFORM first, even if it exists
   --container      cpu only: run in the CPU image instead of .venv (cuda and ascend always use an image)
-  --native         cuda/ascend: no container, run with $PYTHON (default python3)
+  --native         cuda/ascend: no container, run with $PYTHON (default python3); the cells of a
+                   framework it lacks are left out (recorded as skipped)
   --data-dir DIR   datasets, one folder each (default: $HARNESS_DATA_DIR or ./data); missing files
                    are downloaded there and verified by sha256
   --out DIR        run folder (default: results/<platform>-<profile>-<date>)
@@ -179,6 +181,32 @@ report_native() {
   exit "$status"
 }
 
+# --native cuda/ascend: the Python needs the selected cells' frameworks, or at least one of them; the cells
+# of a framework it lacks (harness.platforms.missing_framework) are left out, recorded as skipped, and said.
+native_frameworks() {
+  local py="$1" only="" i missing fw n total cells left
+  for ((i = 0; i < ${#run_args[@]}; i++)); do
+    [ "${run_args[$i]}" != --only ] || only="${run_args[$((i + 1))]}"
+  done
+  missing="$(cd "$here" && "$py" -c 'import sys; from harness.platforms import FRAMEWORK_MODULES, missing_framework
+print(" ".join(f for f in FRAMEWORK_MODULES if missing_framework(f, sys.argv[1])))' "$platform" 2> /dev/null)" \
+    || { [ "$dry" = 1 ] && return 0; die "$py does not run (or is not Python 3 with this checkout's harness); set PYTHON to a Python 3.11, or drop --native to use the image"; }
+  [ -n "$missing" ] || return 0
+  cells="$(cd "$here" && "$py" -m harness list --profile "$profile" --platform "$platform" ${only:+--only "$only"} 2> /dev/null)" \
+    || { [ "$dry" = 1 ] && return 0; die "python -m harness list found no cells for --only '$only'; see: $py -m harness list --profile $profile"; }
+  total="$(grep -c . <<< "$cells" || true)"
+  left="$(for fw in $missing; do grep "^[a-z]*/[^/]*/$fw/" <<< "$cells" || true; done)"
+  if [ "$(grep -c . <<< "$left" || true)" = "$total" ]; then
+    [ "$dry" = 1 ] && { echo "# $py has none of the frameworks these cells need ($missing)" >&2; return 0; }
+    die "$py has none of the frameworks the selected cells need ($missing); install the $platform build of torch or mindspore (see ARTIFACT.md), set PYTHON, or drop --native to use the image"
+  fi
+  for fw in $missing; do
+    n="$(grep -c "^[a-z]*/[^/]*/$fw/" <<< "$cells" || true)"
+    [ "$n" = 0 ] || echo "reproduce.sh: $py has no $fw for $platform: its $n of $total cells are left out" \
+      "(recorded as skipped): $(grep "^[a-z]*/[^/]*/$fw/" <<< "$cells" | head -3 | tr '\n' ' ')$([ "$n" -le 3 ] || echo ...)" >&2
+  done
+}
+
 if [ "$where" = native ]; then
   if [ "$platform" = cpu ]; then
     venv="$here/.venv"
@@ -207,10 +235,7 @@ if [ "$where" = native ]; then
     fi
   else
     py="${PYTHON:-python3}"
-    if [ "$dry" = 0 ]; then
-      "$py" -c 'import torch, mindspore' 2> /dev/null \
-        || die "$py cannot import torch and mindspore; install the $platform builds (see ARTIFACT.md), set PYTHON, or drop --native to use the image"
-    fi
+    native_frameworks "$py"
   fi
   if [ "$dry" = 1 ]; then
     echo "cd $(printf '%q' "$here")"
@@ -299,7 +324,9 @@ case "$platform" in
              --network host) ;;
   cuda)
     if [ "$engine_name" = podman ]; then
-      common+=(--device nvidia.com/gpu=all)  # CDI (nvidia-ctk cdi generate)
+      # CDI (nvidia-ctk cdi generate); SELinux labels off, or the container may not open the device files
+      # (NVIDIA's podman example does the same).
+      common+=(--device nvidia.com/gpu=all --security-opt=label=disable)
     else
       common+=(--gpus all)
     fi

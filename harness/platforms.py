@@ -1,14 +1,19 @@
-"""Which accelerators a host shows, checked without importing any framework."""
+"""Which accelerators a host shows, and which frameworks its Python has, checked without importing any."""
 
 from __future__ import annotations
 
 import glob
+import importlib.util
 import shutil
 import subprocess
+import sys
 
 from harness.errors import HarnessError
 
 PLATFORMS = ("cpu", "cuda", "ascend")
+# The modules a framework's cells import, per platform (PyTorch on Ascend runs through torch_npu).
+FRAMEWORK_MODULES = {"pytorch": ("torch",), "mindspore": ("mindspore",)}
+PLATFORM_MODULES = {("ascend", "pytorch"): ("torch_npu",)}
 
 
 def visible_devices(platform: str) -> int:
@@ -36,3 +41,16 @@ def require(platform: str) -> int:
         raise HarnessError(f"--platform {platform}: {hint}; run on such a host (inside a container, pass the "
                            f"devices through) or use --platform cpu")
     return n
+
+
+def missing_framework(framework: str, platform: str) -> str | None:
+    """Why this Python cannot run the framework's cells on the platform (a module it lacks), or None.
+
+    Only absence counts: a module that is installed but fails to import still runs, and fails, in its cell.
+    """
+    modules = FRAMEWORK_MODULES.get(framework, ()) + PLATFORM_MODULES.get((platform, framework), ())
+    absent = [m for m in modules if importlib.util.find_spec(m) is None]
+    if not absent:
+        return None
+    return (f"{framework} is not installed in this Python ({sys.executable} has no module {', '.join(absent)}); "
+            f"install it there to run this cell")

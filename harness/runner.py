@@ -4,7 +4,8 @@
   timeout or Ctrl-C can end it and everything it started.
 - A cell that crashes, is killed or runs out of time is recorded (status, exit code or signal,
   the tail of its log, and whatever its event log had measured) and the run goes on.
-- `--resume` keeps cells already `ok` or `skipped` and runs the rest; an earlier result is moved
+- `--resume` keeps cells already `ok`, and `skipped` ones whose reason still holds (say, a framework
+  this Python lacks: `platforms.missing_framework`), and runs the rest; an earlier result is moved
   aside, never overwritten. Without --resume a folder that already holds results is refused.
 - Ctrl-C (or SIGTERM) ends the running child, keeps everything finished, and says how to resume.
 """
@@ -71,6 +72,10 @@ def run(matrix: Matrix, profile: str, platform: str, out: Path, *, only: str | N
     write_json_atomic(out / "env.json", env)
 
     todo = [(c, r) for c in cells for r in range(c.repeats)]
+    for fw in sorted({c.framework for c in cells}):
+        why = platforms.missing_framework(fw, platform)
+        if why:
+            log(f"{why}: its {sum(c.framework == fw for c in cells)} cells are recorded as skipped")
     invocation = {"argv": sys.argv, "started_at": _now(), "only": only, "finished_at": None, "interrupted": False}
     meta["invocations"].append(invocation)
     store.write_meta(meta)
@@ -81,11 +86,13 @@ def run(matrix: Matrix, profile: str, platform: str, out: Path, *, only: str | N
         for i, (cell, repeat) in enumerate(todo, 1):
             head = f"[{i}/{len(todo)}] {cell.id} r{repeat}"
             prev = store.read_result(cell.id, repeat)
-            if prev is not None and prev.get("status") in KEEP_ON_RESUME:
+            reason = (matrix.skip_reason(cell, platform) or platforms.missing_framework(cell.framework, platform)
+                      or _too_few_devices(cell, n_devices, platform))
+            if prev is not None and prev.get("status") in KEEP_ON_RESUME and (
+                    prev["status"] == "ok" or prev.get("reason") == reason):
                 log(f"{head}: kept ({prev['status']}) from an earlier invocation; {progress.finished()}")
                 counts[prev["status"]] = counts.get(prev["status"], 0) + 1
                 continue
-            reason = matrix.skip_reason(cell, platform) or _too_few_devices(cell, n_devices, platform)
             moved = store.retire(cell.id, repeat)
             if moved:
                 log(f"{head}: earlier result ({prev.get('status')}) kept as {moved.relative_to(out)}")

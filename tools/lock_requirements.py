@@ -13,8 +13,11 @@ Locks produced (--only picks some; default: all):
     image   requirements/image.in   ->  requirements/image.txt   hadolint for tox -e image
     ascend  requirements/ascend.in  ->  requirements/ascend.txt  torch X+cpu, torch_npu, MindSpore;
                                                                    x86_64 + aarch64 (Dockerfile.ascend)
-    cuda    requirements/cuda.in    ->  requirements/cuda.txt    torch X+cu118 and its nvidia-*-cu11
-                                                                   wheels; x86_64 (Dockerfile.cuda)
+    cuda    requirements/cuda.in    ->  requirements/cuda.txt    PyPI's torch X (its Linux wheel is a
+                                                                   CUDA 12 build) and MindSpore; x86_64
+    cuda11-libs  requirements/cuda11-libs.in -> requirements/cuda11-libs.txt   the nvidia-*-cu11 wheels
+                                                                   MindSpore's CUDA 11.6 GPU plug-in loads;
+                                                                   installed outside the venv (Dockerfile.cuda)
 
 Install with:
 
@@ -44,8 +47,8 @@ How it works:
    wheels (--torch-wheel-dir, default /opt/wheels). The pin is written as `torch==X`;
    pip matches X+cpu with it.
 
-   The same holds for the cuda lock's torch X+cu118 (https://download.pytorch.org/whl/cu118),
-   whose dependencies (nvidia-*-cu11, triton) are only known from that index's wheel.
+   The cuda lock is the exception: it takes PyPI's torch X as it is (the CUDA build, with its
+   nvidia-*-cu12 and triton dependencies), hashed from PyPI like every other package.
 
 3. Where the torch index is unreachable and no local wheel exists, the resolve runs against
    PyPI's torch==X metadata instead (same Python dependencies, plus CUDA packages the
@@ -77,7 +80,6 @@ ROOT = Path(__file__).resolve().parent.parent
 EXTERNAL_HASHES_REL = "requirements/external-wheel-hashes.txt"
 PYPI_SIMPLE = "https://pypi.org/simple"
 TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
-TORCH_CU118_INDEX = "https://download.pytorch.org/whl/cu118"
 ARCHES = ("x86_64", "aarch64")
 # name -> input, output, lock whose pins constrain this one, torch build (local version) and its index, arches
 LOCKS = {
@@ -89,11 +91,13 @@ LOCKS = {
                   torch_build=None, torch_index=None, arches=ARCHES),
     "ascend": dict(src="requirements/ascend.in", dst="requirements/ascend.txt", constrained_by=None,
                    torch_build="cpu", torch_index=TORCH_CPU_INDEX, arches=ARCHES),
+    # torch_build None: PyPI's torch wheel itself (for torch 2.7.1 on Linux x86_64, the CUDA 12.6 build).
     "cuda": dict(src="requirements/cuda.in", dst="requirements/cuda.txt", constrained_by=None,
-                 torch_build="cu118", torch_index=TORCH_CU118_INDEX, arches=("x86_64",)),
+                 torch_build=None, torch_index=None, arches=("x86_64",)),
+    "cuda11-libs": dict(src="requirements/cuda11-libs.in", dst="requirements/cuda11-libs.txt", constrained_by=None,
+                        torch_build=None, torch_index=None, arches=("x86_64",)),
 }
-# Dependencies of PyPI's (CUDA) torch wheels that a +cpu / +cu118 build does not have (or, for cu118,
-# has in other versions that only its own index's metadata names).
+# Dependencies of PyPI's (CUDA) torch wheels that a +cpu build does not have.
 PYPI_TORCH_ONLY = re.compile(r"^(nvidia-.*|triton|cuda-.*|pytorch-triton.*)$")
 
 
@@ -380,7 +384,7 @@ def write_lock(src: str, dst: str, header: list[str], install: list[dict], minor
             out.append(f"# torch=={pin}+{cfg['torch_build']}  (hashes missing: see LOCK-INCOMPLETE above;"
                        f" versions of the other packages were resolved against PyPI's torch=={pin} metadata)")
             continue
-        if name == "torch":
+        if name == "torch" and cfg["torch_build"]:
             hashes, notes = torch_hashes(version, minor, wheel_dirs, cfg["torch_build"] or "cpu",
                                          cfg["torch_index"] or TORCH_CPU_INDEX, arches, external, used)
             local = version if "+" in version else f"{version}+{cfg['torch_build'] or 'cpu'}"

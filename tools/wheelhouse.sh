@@ -32,8 +32,13 @@ done
 
 lock="$root/requirements/$platform.txt"
 [ -f "$lock" ] || die "no lock file $lock; make it with: python3 tools/lock_requirements.py"
+# cuda: MindSpore's CUDA 11 libraries have their own lock (installed outside the venv); same wheelhouse.
+files=("$lock")
+[ "$platform" != cuda ] || files+=("$root/requirements/cuda11-libs.txt")
+locks=()
+for f in "${files[@]}"; do locks+=(-r "$f"); done
 out="$root/wheelhouse/$platform"
-want="$(sha256sum "$lock" | cut -d' ' -f1) ${arches[*]}"
+want="$(cat "${files[@]}" | sha256sum | cut -d' ' -f1) ${arches[*]}"
 if [ "$(cat "$out/.lock.sha256" 2>/dev/null)" = "$want" ]; then
   echo "wheelhouse.sh: $out is up to date with $lock (${arches[*]})" >&2
   exit 0
@@ -54,7 +59,7 @@ for arch in "${arches[@]}"; do
   # One retry per index: a lock may name an index (e.g. the PyTorch one) this host cannot reach.
   log="$out/.pip-download-$arch.log"
   if ! PIP_RETRIES="${PIP_RETRIES:-1}" "$py" -m pip download --disable-pip-version-check --require-hashes \
-      --no-deps --only-binary=:all: "${target[@]}" -r "$lock" -d "$out" > "$log" 2>&1; then
+      --no-deps --only-binary=:all: "${target[@]}" "${locks[@]}" -d "$out" > "$log" 2>&1; then
     grep -v "^WARNING: \(Location\|Retrying\)" "$log" | tail -15 >&2
     die "pip could not fetch every wheel of $lock for $arch (log: $log); on an air-gapped host copy a wheelhouse made elsewhere"
   fi
