@@ -14,12 +14,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness import companion_matrix
 from harness.errors import HarnessError
 
 DEFAULT_MATRIX = Path(__file__).with_name("matrix.toml")
 RULE_KEYS = {"model", "op", "framework", "mode", "amp", "devices", "platform", "dtype", "direction", "profile"}
 PROFILE_KEYS = {"description", "models", "operators", "frameworks", "modes", "amp", "devices", "dtypes", "directions",
-                "repeats", "timeout_s"}
+                "repeats", "timeout_s"} | companion_matrix.PROFILE_KEYS
 
 
 @dataclass
@@ -96,6 +97,7 @@ class Matrix:
                                   timeout_s=timeout, seed=seed, spec=dict(spec)))
         for op in prof.get("operators", []):
             cells.extend(self._operator_cells(op, profile_name, prof, timeout, seed, repeats))
+        cells.extend(companion_matrix.expand(self, profile_name, prof, timeout, seed, repeats))  # inference, passes
         if only is not None:
             # Several globs, comma-separated: a cell is kept when any of them matches its id.
             globs = [g.strip() for g in only.split(",") if g.strip()]

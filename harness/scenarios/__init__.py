@@ -8,7 +8,8 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-SCENARIO_FOR_KIND = {"model": "training", "scaling": "training", "operator": "operator"}
+SCENARIO_FOR_KIND = {"model": "training", "scaling": "training", "operator": "operator", "inference": "inference",
+                     "passes": "passes"}
 
 
 def for_kind(kind: str) -> ModuleType | None:
