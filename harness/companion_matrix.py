@@ -69,7 +69,8 @@ def expand(matrix, profile_name: str, prof: dict[str, Any], timeout: float, seed
                 if matrix._excluded(rule_axes):  # noqa: SLF001
                     continue
                 for t in threads:
-                    spec = base | {"batch": batch, "threads": t, "timing": table.get("timing", {})}
+                    spec = base | {"batch": batch, "threads": t,
+                                   "timing": axes["rest"].get("timing", table.get("timing", {}))}
                     cells.append(Cell(id=f"passes/{model}/{fw}/{mode}/threads{t}", kind="passes", model=model,
                                       framework=fw, mode=mode, amp="off", devices=1, repeats=repeats,
                                       timeout_s=timeout, seed=seed, spec=spec))

@@ -20,7 +20,7 @@ from typing import Any
 import jinja2
 
 from harness import claims as claim_rules
-from harness import figures
+from harness import companion, figures
 from harness.store import RunStore
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
@@ -267,6 +267,7 @@ def render(runs: list[Path], out: Path | None = None) -> Path:
     for name in TABLES:
         tables[name] = tex_env.get_template(f"{name}.tex.j2").render(**data)
         (out / "tables" / f"{name}.tex").write_text(tables[name])
+    companion.render(data, tex_env, out / "tables")  # the companion studies' section and its fragments
     (out / "report.tex").write_text(tex_env.get_template("report.tex.j2").render(tables=tables, **data))
     (out / "report.html").write_text(html_env.get_template("report.html.j2").render(**data))
     return out / "report.html"
