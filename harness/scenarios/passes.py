@@ -38,6 +38,7 @@ def run(ctx, backend, events) -> dict[str, Any]:
     batch = int(spec["batch"])
     n = passes.threads(spec["threads"])
     ctx.settings.update(_apply_threads(ctx, n))
+    spec.setdefault("epochs", 1)  # a model without settings for this profile: its schedule needs an epoch count
     if "batch" in spec.get("hparams", {}):
         spec["hparams"] = {**spec["hparams"], "batch": batch}
     ds = datasets.module(spec["dataset"])
