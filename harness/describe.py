@@ -22,6 +22,8 @@ BUILD_MODE = {"pytorch": "eager", "mindspore": "pynative"}
 
 def describe(model: str, framework: str, m: matrix.Matrix | None = None) -> dict:
     m = m or matrix.load()
+    if model not in m.data.get("models", {}) and model in m.data.get("inference", {}):
+        return _describe_inference(model, framework, m)
     spec = matrix.model_spec(m.data["models"][model], "quick")
     cell = matrix.Cell(id=f"describe/{model}/{framework}", kind="model", model=model, framework=framework,
                        mode=BUILD_MODE[framework], amp="off", devices=1, repeats=1, timeout_s=0,
@@ -35,10 +37,27 @@ def describe(model: str, framework: str, m: matrix.Matrix | None = None) -> dict
             "layers": backend.layer_count(wl.net)}
 
 
+def _describe_inference(name: str, framework: str, m: matrix.Matrix) -> dict:
+    """An inference net ([inference.NAME]): built from its shared numpy weights, counted by the back-end."""
+    import importlib
+
+    from harness import inference
+
+    cell = matrix.Cell(id=f"describe/{name}/{framework}", kind="inference", model=name, framework=framework,
+                       mode=BUILD_MODE[framework], amp="off", devices=1, repeats=1, timeout_s=0,
+                       seed=int(m.data.get("defaults", {}).get("seed", 0)), spec={"net": name})
+    ctx = CellContext(cell=cell, platform="cpu", repeat=0, data_folder=None, synthetic=True)
+    backend = load_backend(framework)
+    backend.setup(ctx)
+    net = importlib.import_module(f"harness.inference.{framework}").network(name, inference.weights(name, cell.seed))
+    return {"model": name, "framework": framework, "parameters": backend.parameter_count(net),
+            "layers": backend.layer_count(net)}
+
+
 def describe_all(m: matrix.Matrix) -> list[dict]:
-    """Every model x framework of the matrix, each built in its own process."""
+    """Every model and inference net x framework of the matrix, each built in its own process."""
     out = []
-    for model in m.data.get("models", {}):
+    for model in [*m.data.get("models", {}), *m.data.get("inference", {})]:
         for fw in m.data["axes"]["framework"]:
             env = {**os.environ, **load_backend(fw).process_env("cpu"),
                    "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness import cellid, matrix_check
+from harness import cellid, companion_matrix, matrix_check
 from harness.errors import HarnessError
 
 DEFAULT_MATRIX = Path(__file__).with_name("matrix.toml")
@@ -94,6 +94,7 @@ class Matrix:
                                   timeout_s=timeout, seed=seed, spec=dict(spec)))
         for op in prof.get("operators", []):
             cells.extend(self._operator_cells(op, profile_name, prof, timeout, seed, repeats))
+        cells.extend(companion_matrix.expand(self, profile_name, prof, timeout, seed, repeats))  # inference, passes
         if only is not None:
             # Several globs, comma-separated: a cell is kept when any of them matches its id.
             globs = [g.strip() for g in only.split(",") if g.strip()]

@@ -13,7 +13,7 @@ from harness.errors import HarnessError
 from harness.platforms import PLATFORMS
 
 SCHEMA = 1   # the newest matrix schema this harness reads
-TOP_KEYS = {"schema", "defaults", "axes", "models", "operators", "exclude", "skip", "profiles"}
+TOP_KEYS = {"schema", "defaults", "axes", "models", "operators", "inference", "passes", "exclude", "skip", "profiles"}
 DEFAULT_KEYS = {"seed": int, "timeout_s": (int, float)}
 AXIS_KEYS = {"framework": str, "mode": str, "amp": str, "devices": int}
 MODEL_KEYS = {"title": str, "dataset": str, "metric": str, "target": (int, float), "throughput_unit": str,
@@ -23,7 +23,7 @@ MODEL_PROFILE_KEYS = {"epochs": int, "train_samples": int, "eval_samples": int, 
 OPERATOR_KEYS = {"title": str, "sweep": dict, "quick": dict}
 PROFILE_KEYS = {"description": str, "models": list, "operators": list, "frameworks": list, "modes": list,
                 "amp": list, "devices": list, "dtypes": list, "directions": list, "repeats": int,
-                "timeout_s": (int, float)}
+                "timeout_s": (int, float), "inference": list, "passes": list}  # the last two: companion_matrix.py
 RULE_KEYS = {"model", "op", "framework", "mode", "amp", "devices", "platform", "dtype", "direction", "profile"}
 DTYPES = ("fp32", "fp16", "bf16")
 DIRECTIONS = ("fwd", "fwd+bwd")
@@ -132,10 +132,13 @@ class _Checker:
         where = f"[profiles.{name}]"
         self.keys(where, p, PROFILE_KEYS)
         choices = {"models": list(self.data.get("models", {})), "operators": list(self.data.get("operators", {})),
+                   "inference": list(self.data.get("inference", {})), "passes": list(self.data.get("models", {})),
                    "frameworks": axes.get("framework", []), "modes": axes.get("mode", []),
                    "amp": axes.get("amp", []), "devices": axes.get("devices", []), "dtypes": DTYPES,
                    "directions": DIRECTIONS}
-        source = {"models": "[models.*] tables", "operators": "[operators.*] tables", "frameworks": "[axes] framework",
+        source = {"models": "[models.*] tables", "operators": "[operators.*] tables",
+                  "inference": "[inference.*] tables",
+                  "passes": "[models.*] tables", "frameworks": "[axes] framework",
                   "modes": "[axes] mode", "amp": "[axes] amp", "devices": "[axes] devices",
                   "dtypes": "the dtypes the operators support", "directions": "the operator directions"}
         for key, allowed in choices.items():
@@ -154,7 +157,9 @@ class _Checker:
         self.type(f"{where} why", rule["why"], str)
         values = {"framework": axes.get("framework", []), "mode": axes.get("mode", []), "amp": axes.get("amp", []),
                   "devices": axes.get("devices", []), "platform": PLATFORMS,
-                  "model": list(self.data.get("models", {})), "op": list(self.data.get("operators", {})),
+                  # a rule's `model` also names the companion studies' inference nets ([inference.NAME])
+                  "model": list(self.data.get("models", {})) + list(self.data.get("inference", {})),
+                  "op": list(self.data.get("operators", {})),
                   "profile": list(self.data.get("profiles", {})), "dtype": DTYPES, "direction": DIRECTIONS}
         for key, want in rule.items():
             if key == "why":

@@ -20,7 +20,7 @@ from typing import Any
 
 import jinja2
 
-from harness import arith, figures
+from harness import arith, companion, figures
 from harness import claims as claim_rules
 from harness.errors import HarnessError
 from harness.store import RunStore, write_atomic
@@ -295,6 +295,7 @@ def render(runs: list[Path], out: Path | None = None) -> Path:
     for name in TABLES:
         tables[name] = tex_env.get_template(f"{name}.tex.j2").render(**data)
         write_atomic(out / "tables" / f"{name}.tex", tables[name])
+    companion.render(data, tex_env, out / "tables")  # the companion studies' section and its fragments
     write_atomic(out / "report.tex", tex_env.get_template("report.tex.j2").render(tables=tables, **data))
     write_atomic(out / "report.html", html_env.get_template("report.html.j2").render(**data))
     return out / "report.html"

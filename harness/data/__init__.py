@@ -30,6 +30,8 @@ def prepare(name: str, data_dir: Path, allow_download: bool) -> Path:
     """Return the dataset's verified folder under data_dir, downloading missing files if allowed."""
     mod = module(name)
     folder = Path(data_dir) / mod.FOLDER
+    if hasattr(mod, "prepare"):  # a dataset that accepts several layouts verifies its own files
+        return mod.prepare(folder, allow_download)
     for fname, sha in mod.FILES.items():
         path = folder / fname
         if not path.exists():

@@ -10,7 +10,8 @@ from typing import cast
 
 from harness.contracts import Scenario
 
-SCENARIO_FOR_KIND = {"model": "training", "scaling": "training", "operator": "operator"}
+SCENARIO_FOR_KIND = {"model": "training", "scaling": "training", "operator": "operator", "inference": "inference",
+                     "passes": "passes"}
 
 
 def for_kind(kind: str) -> Scenario | None:

@@ -1,0 +1,142 @@
+"""The report's companion-studies section: each study's published table beside what this run measured.
+
+Published figures are those of ../shared/COMPANION_STUDIES.md's summaries (S1 Tables 2-4, S2's PyTorch rows); S4's
+summary gives its method but no figures, so its table shows this run only. Each table names its study, the hardware
+the study used, and whether that hardware is this host's.
+"""
+
+from __future__ import annotations
+
+from statistics import median
+from typing import Any
+
+from harness.store import RunStore
+
+S1 = "Xia and Zhou, Performance Comparison between PyTorch and MindSpore (IJDMS 14(1/2), 2022)"
+S2 = "ilkarman, DeepLearningFrameworks v1.0 (as summarised by Analytics India Magazine)"
+S4 = "Bahrampour et al., Comparative Study of Deep Learning Software Frameworks (arXiv, 2015)"
+# S1 Tables 2 (V100) and 3 (Ascend 910, MindSpore only): whole training time, final loss, accuracy.
+_S1_COLUMNS = ("model", "framework", "hardware", "time", "loss", "accuracy")
+S1_TRAINING = [dict(zip(_S1_COLUMNS, row, strict=True)) for row in (
+    ("googlenet", "mindspore", "V100", "126.87 min", 0.0016, 0.93),
+    ("googlenet", "pytorch", "V100", "152 min", 0.0016, 0.9468),
+    ("lstm", "mindspore", "V100", "1049 s", 0.12, 0.84),
+    ("lstm", "pytorch", "V100", "1154 s", 0.0057, 0.8395),
+    ("googlenet", "mindspore", "Ascend 910", "63.85 min", 0.0016, 0.934),
+    ("lstm", "mindspore", "Ascend 910", "523 s", 0.12, 0.85))]
+S1_INFERENCE = [{"framework": "mindspore", "hardware": "V100", "images_s": 1490.2},
+                {"framework": "pytorch", "hardware": "V100", "images_s": 856.5},
+                {"framework": "mindspore", "hardware": "Ascend 910", "images_s": 2115.0}]
+S2_PYTORCH = [{"task": "CNN on CIFAR-10, training time", "K80": "169 s", "P100": "51 s", "ours": None},
+              {"task": "ResNet-50 feature extraction, time per 1,000 images", "K80": "7.7 s", "P100": "1.9 s",
+               "ours": "resnet50_imagenet"},
+              {"task": "GRU sentiment on IMDB, training time", "K80": "31 s", "P100": "16 s", "ours": "lstm"}]
+
+
+def host_hardware(host: dict[str, Any]) -> str:
+    env, platform = host.get("env") or {}, (host.get("meta") or {}).get("platform")
+    gpus = [g.get("name", "?") for g in (env.get("nvidia") or {}).get("gpus", [])]
+    if gpus:
+        return ", ".join(gpus)
+    if platform == "ascend":
+        return "Ascend NPU"
+    cpu = env.get("cpu") or {}
+    return f"CPU: {cpu.get('model', '?')} ({cpu.get('cores', '?')} cores)"
+
+
+def matches(study_hardware: list[str], host_hw: str) -> str:
+    hit = [h for h in study_hardware if h.split()[0].lower() in host_hw.lower()]
+    return f"yes ({', '.join(hit)})" if hit else f"no: this host is {host_hw}"
+
+
+def _median(values):
+    values = [v for v in values if v is not None]
+    return median(values) if values else None
+
+
+def _group(results, key) -> dict[tuple, list[dict]]:
+    out: dict[tuple, list[dict]] = {}
+    for r in results:
+        if r.get("status") == "ok":
+            out.setdefault(key(r), []).append(r)
+    return out
+
+
+def training_rows(results: list[dict]) -> list[dict]:
+    rows = []
+    keyed = _group([r for r in results if r.get("kind") == "model" and r.get("model") in ("googlenet", "lstm")],
+                   lambda r: (r["model"], r["framework"], r["mode"], r["amp"]))
+    for (model, fw, mode, amp), rs in sorted(keyed.items()):
+        rows.append({"model": model, "framework": fw, "mode": mode, "amp": amp, "repeats": len(rs),
+                     "wall_s": _median([r.get("wall_s") for r in rs]),
+                     "loss": _median([(r.get("epochs") or [{}])[-1].get("loss") for r in rs]),
+                     "accuracy": _median([r.get("test_metric") for r in rs]),
+                     "time_to_target_s": _median([r.get("time_to_target_s") for r in rs]),
+                     "epochs": max(len(r.get("epochs") or []) for r in rs),
+                     "epoch_s": _median([e["train_s"] for r in rs for e in (r.get("epochs") or [])]),
+                     "synthetic": any(r.get("synthetic") for r in rs)})
+    return rows
+
+
+def inference_rows(results: list[dict]) -> list[dict]:
+    keyed = _group([r for r in results if r.get("kind") == "inference"],
+                   lambda r: (r["model"], r["framework"], r["mode"], r["amp"], r.get("batch")))
+    return [{"net": net, "framework": fw, "mode": mode, "amp": amp, "batch": b, "repeats": len(rs),
+             "images_s": _median([r.get("throughput") for r in rs]),
+             "median_ms": 1e3 * _median([r.get("median_s") for r in rs]),
+             "iqr_ms": 1e3 * _median([r.get("iqr_s") for r in rs])}
+            for (net, fw, mode, amp, b), rs in sorted(keyed.items(), key=_inference_order)]
+
+
+def _inference_order(kv):
+    return (*map(str, kv[0][:4]), kv[0][4])
+
+
+def passes_rows(results: list[dict]) -> list[dict]:
+    keyed = _group([r for r in results if r.get("kind") == "passes"],
+                   lambda r: (r["model"], r["framework"], r["mode"], r.get("threads")))
+    rows = []
+    for (model, fw, mode, threads), rs in sorted(keyed.items(), key=lambda kv: tuple(map(str, kv[0]))):
+        row = {"model": model, "framework": fw, "mode": mode, "threads": threads, "batch": rs[0].get("batch"),
+               "repeats": len(rs)}
+        for name in ("forward", "gradient"):
+            row[f"{name}_ms"] = 1e3 * _median([r.get(f"{name}_median_s") for r in rs])
+            row[f"{name}_iqr_ms"] = 1e3 * _median([r.get(f"{name}_iqr_s") for r in rs])
+        row["ratio"] = row["gradient_ms"] / row["forward_ms"] if row["forward_ms"] else None
+        rows.append(row)
+    return rows
+
+
+def collect(hosts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per host: its hardware, whether each study's hardware matches it, and the measured rows of each study."""
+    out = []
+    for h in hosts:
+        results = [r for run in h["runs"] for r in RunStore(run).results()]
+        hw = host_hardware(h)
+        training, inference = training_rows(results), inference_rows(results)
+        s2_ours = {"resnet50_imagenet": [r for r in inference if r["framework"] == "pytorch" and r["amp"] == "off"],
+                   "lstm": [r for r in training if r["model"] == "lstm" and r["framework"] == "pytorch"]}
+        out.append({"host": h["label"], "hardware": hw,
+                    "s1_match": matches(["V100", "Ascend 910"], hw), "s2_match": matches(["K80", "P100"], hw),
+                    "s4_match": ("same kind (a multi-threaded CPU), not S4's CPU" if hw.startswith("CPU")
+                                 else f"S4's GPU set-up; this host is {hw}"),
+                    "training": training, "inference": inference, "passes": passes_rows(results), "s2_ours": s2_ours})
+    return out
+
+
+CONTEXT = {"s1": S1, "s2": S2, "s4": S4, "s1_training": S1_TRAINING, "s1_inference": S1_INFERENCE,
+           "s2_pytorch": S2_PYTORCH}
+FRAGMENTS = ("companion_s1_training", "companion_s1_inference", "companion_s2", "companion_s4")
+
+
+def render(data: dict[str, Any], tex_env, out_tables) -> str:
+    """Write the companion LaTeX fragments (tables/companion_*.tex) and return them joined, for report.tex."""
+    data["companion"] = collect(data["hosts"])
+    texts = []
+    for name in FRAGMENTS:
+        text = tex_env.get_template(f"{name}.tex.j2").render(companion=data["companion"], **CONTEXT)
+        (out_tables / f"{name}.tex").write_text(text)
+        texts.append(text)
+    data["companion_tex"] = "\n".join(texts)
+    data.update(CONTEXT)
+    return data["companion_tex"]

@@ -1,0 +1,64 @@
+"""Forward time and gradient time per batch (a `kind: passes` cell; S4, Bahrampour et al. 2015): a matrix model at a
+fixed batch (S4: 16), the forward pass (eval mode, no gradients) and the gradient computation (train mode, forward +
+backward, no update), each timed as the operator cells are (warm-up, blocks, median and IQR over blocks), at the
+cell's number of CPU threads.
+
+Threads are applied to both frameworks before the model is built and recorded in the result's settings: PyTorch
+torch.set_num_threads(n) (intra-op); MindSpore mindspore.device_context.cpu.op_tuning.threads_num(n) (its CPU
+kernels' thread pool). `all` is the number of cores this process may run on."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from harness import data as datasets
+from harness import operators, passes
+from harness.errors import Unsupported
+from harness.eventlog import END, START
+from harness.scenarios.training import model_module
+
+
+def _apply_threads(ctx, n: int) -> dict[str, Any]:
+    if ctx.cell.framework == "pytorch":
+        import torch
+
+        torch.set_num_threads(n)
+        return {"threads": torch.get_num_threads(), "threads_api": "torch.set_num_threads"}
+    import mindspore as ms
+
+    ms.device_context.cpu.op_tuning.threads_num(n)
+    return {"threads": n, "threads_api": "mindspore.device_context.cpu.op_tuning.threads_num"}
+
+
+def run(ctx, backend, events) -> dict[str, Any]:
+    cell, spec = ctx.cell, ctx.cell.spec
+    if ctx.platform != "cpu" and spec["threads"] != "all":
+        raise Unsupported("the CPU threads axis is measured on CPU hosts only (S4's CPU set-up)")
+    batch = int(spec["batch"])
+    n = passes.threads(spec["threads"])
+    ctx.settings.update(_apply_threads(ctx, n))
+    spec.setdefault("epochs", 1)  # a model without settings for this profile: its schedule needs an epoch count
+    if "batch" in spec.get("hparams", {}):
+        spec["hparams"] = {**spec["hparams"], "batch": batch}
+    ds = datasets.module(spec["dataset"])
+    data = ds.synthetic(ctx.seed) if ctx.synthetic else ds.load(ctx.data_folder)
+    if cell.model == "gcn":
+        raise Unsupported("GCN trains full-batch on one graph: it has no batch of 16 to time")
+    workload = model_module(cell.model, cell.framework).build(ctx, data)
+    impl = importlib.import_module(f"harness.passes.{cell.framework}")
+    forward, gradient, sync = impl.build(ctx, cell.model, workload, passes.arrays(cell.model, workload, data, batch))
+    events.log("run_start", event_type=START)
+    timing = {name: operators.blocked_time(fn, sync, **spec.get("timing", {}))
+              for name, fn in (("forward", forward), ("gradient", gradient))}
+    events.log("run_stop", event_type=END, status="success")
+    out: dict[str, Any] = {"batch": batch, "threads": n, "settings": ctx.settings, "throughput_unit": "batches/s"}
+    for name, t in timing.items():
+        out |= {f"{name}_median_s": t["median_s"], f"{name}_iqr_s": t["iqr_s"], f"{name}_blocks": t["blocks"],
+                f"{name}_block_size": t["block_size"], f"{name}_block_times_s": t["times_s"]}
+    return out
+
+
+def summarise(events: list[dict[str, Any]], cell) -> dict[str, Any]:
+    """Nothing to rebuild from the event log: the cell's measurements are all in its child's result (block timings)."""
+    return {}

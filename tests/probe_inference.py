@@ -1,0 +1,32 @@
+"""`python tests/probe_inference.py NET FRAMEWORK MODE OUT.npz`: build an inference net from the shared numpy weights
+and save its fp32 eval-mode logits on two synthetic images, and its parameter and layer counts."""
+
+import importlib
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from harness import inference, matrix  # noqa: E402
+from harness.context import CellContext  # noqa: E402
+from harness.frameworks import backend  # noqa: E402
+
+
+def main(name: str, framework: str, mode: str, out: str) -> None:
+    seed = int(matrix.load().data["defaults"]["seed"])
+    cell = matrix.Cell(id="probe", kind="inference", model=name, framework=framework, mode=mode, amp="off",
+                       devices=1, repeats=1, timeout_s=0, seed=seed, spec={"net": name, "batch": 2})
+    ctx = CellContext(cell=cell, platform="cpu", repeat=0, data_folder=None, synthetic=True)
+    be = backend(framework)
+    be.setup(ctx)
+    impl = importlib.import_module(f"harness.inference.{framework}")
+    weights = inference.weights(name, seed)
+    forward = impl.forward(ctx, name, weights, inference.images(name, seed, 2))
+    net = impl.network(name, weights)
+    np.savez(out, forward=forward, parameters=be.parameter_count(net), layers=be.layer_count(net))
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:5])

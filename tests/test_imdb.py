@@ -1,0 +1,82 @@
+"""aclImdb: both accepted layouts, verified; the LSTM's tokenisation, train-only vocabulary, padding and masking."""
+
+import hashlib
+import io
+import tarfile
+
+import numpy as np
+import pytest
+
+from harness.data import imdb
+from harness.errors import HarnessError
+from harness.models import lstm
+
+
+def _tarball(path, members: dict[str, str]) -> str:
+    with tarfile.open(path, "w:gz") as tar:
+        for name, text in members.items():
+            raw = text.encode()
+            info = tarfile.TarInfo(name)
+            info.size = len(raw)
+            tar.addfile(info, io.BytesIO(raw))
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _reviews(split):
+    return {f"aclImdb/{split}/pos/0_9.txt": "Great film!", f"aclImdb/{split}/neg/0_1.txt": "Awful.<br />Bad.",
+            f"aclImdb/{split}/neg/1_2.txt": "Bad bad", "aclImdb/README": "x"}
+
+
+def test_the_official_tarball_is_verified_and_read(tmp_path, monkeypatch):
+    sha = _tarball(tmp_path / imdb.OFFICIAL, {**_reviews("train"), **_reviews("test")})
+    monkeypatch.setattr(imdb, "FILES", {imdb.OFFICIAL: sha})
+    monkeypatch.setattr(imdb, "SIZES", {"train": 3, "test": 3})
+    assert imdb.prepare(tmp_path, allow_download=False) == tmp_path
+    d = imdb.load(tmp_path)
+    assert d["train"]["text"] == ["Awful.<br />Bad.", "Bad bad", "Great film!"]  # by (label, id): negatives first
+    assert d["train"]["label"].tolist() == [0, 0, 1]
+    monkeypatch.setattr(imdb, "FILES", {imdb.OFFICIAL: "0" * 64})
+    with pytest.raises(HarnessError, match="wrong sha256"):
+        imdb.prepare(tmp_path, allow_download=False)
+
+
+def test_the_split_tarballs_are_verified_member_by_member(tmp_path, monkeypatch):
+    shas = {name: _tarball(tmp_path / name, _reviews(split))
+            for name, split in (("aclImdb_train_v1.tar.gz", "train"), ("aclImdb_test_v1.tar.gz", "test"))}
+    monkeypatch.setattr(imdb, "SPLIT_FILES", shas)
+    monkeypatch.setattr(imdb, "SIZES", {"train": 3, "test": 3})
+    imdb.prepare(tmp_path, allow_download=False)
+    (tmp_path / "aclImdb_test_v1.members.sha256").write_text(f"{'0' * 64}  aclImdb/test/pos/0_9.txt\n")
+    with pytest.raises(HarnessError, match="does not match its sha256"):
+        imdb.load(tmp_path)
+    (tmp_path / "aclImdb_test_v1.tar.gz").unlink()
+    with pytest.raises(HarnessError, match="aclImdb_test_v1.tar.gz is missing"):
+        imdb.prepare(tmp_path, allow_download=False)
+
+
+def test_an_empty_folder_names_both_layouts_and_the_synthetic_stand_in(tmp_path):
+    with pytest.raises(HarnessError) as e:
+        imdb.prepare(tmp_path, allow_download=False)
+    assert imdb.OFFICIAL in str(e.value) and "aclImdb_train_v1.tar.gz" in str(e.value)
+    assert "--synthetic imdb" in str(e.value)
+
+
+def test_the_shared_copy_loads_complete(shared_data):
+    folder = shared_data / imdb.FOLDER
+    imdb.prepare(folder, allow_download=False)
+    d = imdb.load(folder)
+    assert [len(d[s]["text"]) for s in ("train", "test")] == [25000, 25000]
+    assert [int(d[s]["label"].sum()) for s in ("train", "test")] == [12500, 12500]
+
+
+def test_vocabulary_from_train_only_padding_and_last_token():
+    data = {"train": {"text": ["a b a", "b c<br />a", "a"], "label": np.array([0, 1, 0])},
+            "test": {"text": ["zz a", ""], "label": np.array([1, 0])}}
+    hp = {"vocab": 10, "min_freq": 1, "max_len": 4}
+    corpus = lstm.Corpus(data, hp, {}, seed=0)
+    assert corpus.vocab == ["<pad>", "<unk>", "a", "b", "c"]  # 'zz' is only in the test split
+    test = corpus.split["test"]
+    rows = {tuple(r) for r in test["ids"].tolist()}
+    assert rows == {(1, 2, 0, 0), (1, 0, 0, 0)}  # 'zz' -> <unk>; an empty review is one <unk>; right-padded
+    assert sorted(test["last"].tolist()) == [0, 1]  # the index of the last real token
+    assert lstm.tokenize("It's GOOD.<br />Really") == ["it's", "good", "really"]
