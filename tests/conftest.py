@@ -28,8 +28,10 @@ def write_matrix(path: Path, *, epochs: int = 5, timeout_s: int = 600, framework
     """A small matrix file of the real format: GCN only, few epochs."""
     text = (REPO / "harness" / "matrix.toml").read_text()
     text = text.replace("profile.quick = { epochs = 200 }", f"profile.quick = {{ epochs = {epochs} }}")
-    head, _, _ = text.partition("[profiles.quick]")
-    path.write_text(head + f"""
+    head, _, rest = text.partition("[profiles.quick]")
+    # The other profiles stay (model tables name them); only the quick profile is replaced.
+    others = rest[rest.index("[profiles."):] if "[profiles." in rest else ""
+    path.write_text(head + others + f"""
 [profiles.quick]
 models = ["gcn"]
 frameworks = {list(frameworks)!r}

@@ -99,7 +99,7 @@ class Reference:
         if amp == "off":
             self.train_net = nn.TrainOneStepCell(nn.WithLossCell(net, loss), opt)
         else:  # MindSpore's documented AMP path; no loss scale on CPU
-            self.train_net = ms.amp.build_train_network(net, opt, loss, level=amp)
+            self.train_net = ms.amp.build_train_network(net, opt, loss, level=amp, loss_scale_manager=None)
         self.train_net.set_train()
 
     def train_epoch(self, epoch: int) -> float:

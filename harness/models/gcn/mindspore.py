@@ -69,7 +69,8 @@ class Workload:
         self.step = make_train_step(ctx, self.loss_cell, self.opt)
 
     def train_epoch(self) -> float:
-        self.net.set_train(True)
+        if not self.net.training:  # only after an evaluation: set_train on every full-batch epoch costs time
+            self.net.set_train(True)
         return float(self.step(*self.inputs, *self.train_args).asnumpy())  # asnumpy waits for the device
 
     def probe_forward(self) -> np.ndarray:
