@@ -14,11 +14,15 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
 usage() {
   cat >&2 <<'USAGE'
-usage: ./reproduce.sh cpu|cuda|ascend [--quick|--full] [--image REF] [--build] [--container|--native]
+usage: ./reproduce.sh cpu|cuda|ascend [--quick|--target|--full|--companion] [--image REF] [--build] [--container|--native]
                       [--data-dir DIR] [--out DIR] [--resume] [--synthetic [DATASETS]] [--only GLOB[,GLOB]] [--dry-run]
 
   cpu|cuda|ascend  the platform to measure (required)
-  --quick          the kick-the-tires profile (default); --full: the paper's scale
+  --quick          the kick-the-tires profile (default)
+  --target         time to target: GCN to 70% and the GRU to BLEU 10 on the real data, sized for a 2-core
+                   CPU (about an hour there), each cell stopping at its target
+  --full           the paper's scale;  --companion: the companion studies at their scale
+  --profile NAME   any profile of harness/matrix.toml (python -m harness list --profile NAME)
   --image REF      the container image to run (default: ms-pt-harness:PLATFORM, built when missing)
   --build          build the image from Dockerfile.PLATFORM first, even if it exists
   --container      cpu only: run in the CPU image instead of .venv (cuda and ascend always use an image)
@@ -69,6 +73,9 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --quick) profile=quick ;;
     --full) profile=full ;;
+    --target) profile=target ;;
+    --companion) profile=companion ;;
+    --profile) [ $# -ge 2 ] || die "--profile needs a name (quick, target, full, companion)"; profile="$2"; shift ;;
     --image) [ $# -ge 2 ] || die "--image needs an image reference"; image="$2"; shift ;;
     --build) build=1 ;;
     --container) where=container ;;

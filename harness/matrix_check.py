@@ -17,9 +17,11 @@ TOP_KEYS = {"schema", "defaults", "axes", "models", "operators", "inference", "p
 DEFAULT_KEYS = {"seed": int, "timeout_s": (int, float)}
 AXIS_KEYS = {"framework": str, "mode": str, "amp": str, "devices": int}
 MODEL_KEYS = {"title": str, "dataset": str, "metric": str, "target": (int, float), "throughput_unit": str,
-              "hparams": dict, "profile": dict, "epochs": int, "train_samples": int, "eval_samples": int}
+              "hparams": dict, "profile": dict, "epochs": int, "train_samples": int, "eval_samples": int,
+              "val_samples": int, "stop_at_target": bool}
 MODEL_REQUIRED = ("dataset", "metric", "target", "throughput_unit")
-MODEL_PROFILE_KEYS = {"epochs": int, "train_samples": int, "eval_samples": int, "hparams": dict}
+MODEL_PROFILE_KEYS = {"epochs": int, "train_samples": int, "eval_samples": int, "val_samples": int,
+                      "stop_at_target": bool, "hparams": dict}
 OPERATOR_KEYS = {"title": str, "sweep": dict, "quick": dict}
 PROFILE_KEYS = {"description": str, "models": list, "operators": list, "frameworks": list, "modes": list,
                 "amp": list, "devices": list, "dtypes": list, "directions": list, "repeats": int,

@@ -16,16 +16,13 @@ import datetime as _dt
 import hashlib
 import json
 import os
-import shlex
 import signal
-import socket
-import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from harness import arith, cellid, envinfo, eventlog, platforms, scenarios, telemetry
+from harness import arith, cellid, envinfo, eventlog, launch, platforms, scenarios, telemetry
 from harness import data as datasets
 from harness import matrix as matrix_mod
 from harness.errors import HarnessError
@@ -36,10 +33,7 @@ from harness.store import SCHEMA, RunStore, write_json_atomic
 
 REPO = Path(__file__).resolve().parent.parent
 KEEP_ON_RESUME = ("ok", "skipped")
-LOG_TAIL_LINES = 40
-KILL_GRACE_S = 5.0
 PORT_TRIES = 3
-PROGRESS_POLL_S = 1.0
 
 
 def _now() -> str:
@@ -70,6 +64,7 @@ def run(matrix: Matrix, profile: str, platform: str, out: Path, *, only: str | N
     meta = _claim(store, matrix, profile, platform, synthetic, resume, shard)
     env = envinfo.capture() | {"run_started_at": _now(), "run_finished_at": None}
     write_json_atomic(out / "env.json", env)
+    shim = launch.interpreter_bin(out)  # first on every cell's PATH: launchers' workers start as `python`
 
     todo = [(c, r) for c in cells for r in range(c.repeats)]
     for fw in sorted({c.framework for c in cells}):
@@ -104,7 +99,7 @@ def run(matrix: Matrix, profile: str, platform: str, out: Path, *, only: str | N
                 log(f"{head}: running (timeout {cell.timeout_s:.0f} s)")
                 try:
                     result = _run_child(store, cell, repeat, platform, folders, cell.spec.get("dataset") in fake,
-                                        log)
+                                        shim, log)
                 except Interrupted:
                     raise
                 except Exception as e:  # noqa: BLE001 - a cell that cannot run is a failed cell; the run goes on
@@ -211,7 +206,7 @@ def _base(cell: Cell, repeat: int, platform: str, synthetic: bool) -> dict[str, 
 
 
 def _run_child(store: RunStore, cell: Cell, repeat: int, platform: str, folders: dict, synthetic: bool,
-               log=None) -> dict:
+               shim: Path, log=None) -> dict:
     spec_path = store.path(cell.id, repeat, ".spec.json")
     child_result = store.path(cell.id, repeat, ".child.json")
     events_path = store.path(cell.id, repeat, ".events.jsonl")
@@ -227,7 +222,7 @@ def _run_child(store: RunStore, cell: Cell, repeat: int, platform: str, folders:
                                   "log": str(log_path), "process_env": process_env})
     env = {**os.environ, **process_env, "PYTHONUNBUFFERED": "1",
            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
-           "PATH": os.pathsep.join(filter(None, [str(_interpreter_bin(store)), os.environ.get("PATH")]))}
+           "PATH": os.pathsep.join(filter(None, [str(shim), os.environ.get("PATH")]))}
     fixed_port = os.environ.get("HARNESS_MASTER_PORT")
     # Epoch lines from the event log as it grows (rank 0's for a multi-process cell).
     watch = (events_path if cell.devices == 1 else store.path(cell.id, repeat, ".rank0.events.jsonl"),
@@ -237,19 +232,20 @@ def _run_child(store: RunStore, cell: Cell, repeat: int, platform: str, folders:
         if cell.devices > 1:  # the framework's own launcher starts one process per device
             # A port found free can be taken by another process before the launcher binds it: on a clash the
             # cell is started again with another port (a fixed HARNESS_MASTER_PORT is never changed).
-            port = int(fixed_port or _free_port())
+            port = int(fixed_port or launch.free_port())
             argv = backend.launch_argv(cell.devices, str(spec_path), port, str(cell_dir / f"r{repeat}.launcher"),
-                                       _multi_node())
+                                       launch.multi_node())
         else:
             argv = [sys.executable, "-m", "harness.child", str(spec_path)]
         result = _base(cell, repeat, platform, synthetic) | {"started_at": _now(), "launcher": argv[:3]}
         t = time.monotonic()
         try:
-            rc = _launch(argv, log_path, cell_dir, env, cell.timeout_s, watch)
+            rc = launch.start(argv, log_path, cell_dir, env, cell.timeout_s, watch)
         except OSError as e:  # launcher missing, not executable, bad argv: this cell fails, the run goes on
             return result | {"finished_at": _now(), "elapsed_s": 0.0, "exit_code": None, "signal": None,
                              "status": "failed", "reason": f"could not start {argv[0]}: {e}"[:500]}
-        if cell.devices == 1 or fixed_port or rc == 0 or attempt == PORT_TRIES or not _port_clash(cell_dir, repeat):
+        if (cell.devices == 1 or fixed_port or rc == 0 or attempt == PORT_TRIES
+                or not launch.port_clash(cell_dir, repeat)):
             break
         retries = attempt
         for stale in (events_path, *cell_dir.glob(f"r{repeat}.rank*")):
@@ -269,7 +265,7 @@ def _run_child(store: RunStore, cell: Cell, repeat: int, platform: str, folders:
     else:
         result.update(_failure(cell, rc, result["signal"], log_path))
     if result["status"] not in ("ok", "skipped"):
-        result["log_tail"] = _tail(log_path)
+        result["log_tail"] = launch.tail(log_path)
     scenario = scenarios.for_kind(cell.kind)
     if scenario is not None and result["status"] != "skipped":
         # Measurements come from the event log, also for a cell that died: nothing measured is lost.
@@ -281,7 +277,7 @@ def _failure(cell: Cell, rc: int | None, sig: str | None, log_path: Path) -> dic
     if rc is None:
         return {"status": "timeout", "reason": f"exceeded the cell timeout of {cell.timeout_s:.0f} s"}
     how = f"killed by {sig}" if sig else f"exit code {rc}"
-    return {"status": "failed", "reason": f"{how}: {_last_error(log_path)}"}
+    return {"status": "failed", "reason": f"{how}: {launch.last_error(log_path)}"}
 
 
 def _collect_ranks(store: RunStore, cell: Cell, repeat: int, result: dict, rc: int | None) -> dict:
@@ -297,11 +293,12 @@ def _collect_ranks(store: RunStore, cell: Cell, repeat: int, result: dict, rc: i
         shas = {c.get("state_sha256") for c in children.values()}
         result["params_identical_across_ranks"] = len(shas) == 1 and None not in shas
     else:
-        failed_log = next((p for p in rank_logs if "Error" in _tail(p, 200)), store.path(cell.id, repeat, ".log"))
+        failed_log = next((p for p in rank_logs if "Error" in launch.tail(p, 200)), store.path(cell.id, repeat, ".log"))
         result.update(_failure(cell, rc, result["signal"], failed_log))
     if result["status"] not in ("ok", "skipped"):
-        tails = [f"--- {p.name} ---\n{_tail(p, LOG_TAIL_LINES // 2)}" for p in rank_logs]
-        result["log_tail"] = "\n".join(tails + [f"--- launcher ---\n{_tail(store.path(cell.id, repeat, '.log'), 10)}"])
+        tails = [f"--- {p.name} ---\n{launch.tail(p, launch.LOG_TAIL_LINES // 2)}" for p in rank_logs]
+        launcher_tail = launch.tail(store.path(cell.id, repeat, ".log"), 10)
+        result["log_tail"] = "\n".join(tails + [f"--- launcher ---\n{launcher_tail}"])
     scenario = scenarios.for_kind(cell.kind)
     if scenario is None or result["status"] == "skipped":
         return result
@@ -321,117 +318,6 @@ def _collect_ranks(store: RunStore, cell: Cell, repeat: int, result: dict, rc: i
     return result
 
 
-def _interpreter_bin(store: RunStore) -> Path:
-    """A folder whose `python` and `python3` run this interpreter, put first on every cell's PATH.
-
-    Launchers start their workers by name: msrun runs `python child.py`, so with a virtual environment
-    that is not on PATH (`.venv/bin/python -m harness`, as reproduce.sh runs it) the workers would get
-    the system's Python, without the frameworks. The launchers themselves start as
-    `sys.executable -m ...`, so no cell depends on what PATH holds. The shims are scripts, not symlinks:
-    Python finds its virtual environment from the path it was started as, and a symlink elsewhere would
-    lose it."""
-    folder = store.root / ".interpreter"
-    folder.mkdir(exist_ok=True)
-    text = f'#!/bin/sh\nexec {shlex.quote(sys.executable)} "$@"\n'
-    for name in ("python", "python3"):
-        shim = folder / name
-        if not shim.is_file() or shim.read_text() != text:
-            tmp = folder / f".{name}.{os.getpid()}"
-            tmp.write_text(text)
-            tmp.chmod(0o755)
-            os.replace(tmp, shim)
-    return folder
-
-
-def _launch(argv: list[str], log_path: Path, cell_dir: Path, env: dict, timeout_s: float, watch) -> int | None:
-    """Start a cell's process (or launcher) in its own session and wait for it: its exit code, None on timeout.
-    `watch` (path, callback): the callback sees each new line of that file as it comes."""
-    with open(log_path, "wb") as logf:
-        # cwd = the cell's folder: frameworks drop files (MindSpore's rank_0/, kernel_meta/) into it.
-        proc = subprocess.Popen(argv, stdout=logf, stderr=subprocess.STDOUT, cwd=cell_dir, env=env,
-                                start_new_session=True)
-        try:
-            rc = _wait(proc, timeout_s, watch)
-        except BaseException:
-            _kill_group(proc)
-            raise
-        _kill_group(proc)  # also after a normal exit: a launcher's worker must not outlive its cell
-    return rc
-
-
-def _wait(proc: subprocess.Popen, timeout_s: float, watch) -> int | None:
-    """Wait for the process (None when it outlives timeout_s), passing new lines of the watched file on."""
-    deadline = time.monotonic() + timeout_s
-    seen = 0
-    while True:
-        try:
-            rc = proc.wait(timeout=min(PROGRESS_POLL_S, max(0.0, deadline - time.monotonic())))
-        except subprocess.TimeoutExpired:
-            rc = None
-        if watch is not None:
-            seen = _new_lines(watch[0], seen, watch[1])
-        if rc is not None:
-            return rc
-        if time.monotonic() >= deadline:
-            return None
-
-
-def _new_lines(path: Path, offset: int, callback) -> int:
-    try:
-        with open(path, "rb") as f:
-            f.seek(offset)
-            chunk = f.read()
-    except OSError:
-        return offset
-    end = chunk.rfind(b"\n") + 1
-    for line in chunk[:end].decode(errors="replace").splitlines():
-        callback(line)
-    return offset + end
-
-
-def _port_clash(cell_dir: Path, repeat: int) -> bool:
-    logs = [*cell_dir.glob(f"r{repeat}.rank*.log"), cell_dir / f"r{repeat}.log"]
-    return any(m in _tail(p, 200) for p in logs for m in ("Address already in use", "EADDRINUSE", "address in use"))
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _multi_node() -> dict[str, str]:
-    """Several hosts: the launchers' own options, set through HARNESS_NNODES, HARNESS_NODE_RANK,
-    HARNESS_MASTER_ADDR and HARNESS_MASTER_PORT (and the same --out layout on every host)."""
-    env = {"nnodes": "HARNESS_NNODES", "node_rank": "HARNESS_NODE_RANK", "master_addr": "HARNESS_MASTER_ADDR"}
-    return {k: os.environ[v] for k, v in env.items() if v in os.environ}
-
-
-def _kill_group(proc: subprocess.Popen) -> None:
-    """End the process group the cell was started in: the child, or a launcher and all its workers."""
-    for sig, wait in ((signal.SIGTERM, KILL_GRACE_S), (signal.SIGKILL, None)):
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            proc.wait(timeout=wait)
-        except subprocess.TimeoutExpired:
-            continue
-        if not _group_alive(proc.pid):
-            return
-
-
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-        return True
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-
-
 def _read_json(path: Path) -> dict | None:
     try:
         return json.loads(path.read_text())
@@ -439,18 +325,3 @@ def _read_json(path: Path) -> dict | None:
         return None
 
 
-def _tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
-    try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
-    except OSError:
-        return ""
-
-
-def _last_error(path: Path) -> str:
-    """The line of the log that names the error (the last 'SomethingError: ...'), else its last line."""
-    lines = [ln.strip() for ln in _tail(path, 200).splitlines() if ln.strip()]
-    for line in reversed(lines):
-        head = line.split(":", 1)[0]
-        if head.isidentifier() and (head.endswith(("Error", "Exception")) or head in ("KeyboardInterrupt",)):
-            return line[:300]
-    return lines[-1][:300] if lines else "no output"

@@ -72,6 +72,39 @@ def test_epoch_order_depends_on_seed_and_epoch_only():
     assert sorted(np.concatenate(a).tolist()) == list(range(300))
 
 
+def test_length_buckets_cut_training_batches_to_the_narrowest_width_that_holds_every_row():
+    hp = {**HP, "buckets": [8, 16]}
+    corpus = gru.Corpus(multi30k.synthetic(0), hp, {"train_samples": 600, "eval_samples": 50})
+    assert corpus.widths == [8, 16, 41]
+    batches = corpus.epoch_batches(64, 7, 1)
+    assert sorted(np.concatenate(batches).tolist()) == list(range(600))        # every row once
+    assert all((x == y).all() for x, y in zip(batches, corpus.epoch_batches(64, 7, 1), strict=True))
+    seen = set()
+    a = corpus.split["train"]
+    for idx in batches:
+        assert len(set(corpus.bucket[idx].tolist())) == 1                     # one bucket per batch
+        src, last, tgt_in, tgt_out = corpus.batch("train", idx, 64)
+        w = src.shape[1]
+        seen.add(w)
+        assert w == tgt_in.shape[1] == tgt_out.shape[1] and w in corpus.widths
+        # nothing cut: the <eos> of every source and target lies inside the width, and the cut part is all <pad>
+        assert (src[np.arange(len(idx)), last[:len(idx)]] == gru.EOS).all()
+        assert ((tgt_out[:len(idx)] == gru.EOS).sum(1) == 1).all()
+        assert not a["src"][idx, w:].any() and not a["tgt_out"][idx, w:].any()
+        if w > corpus.widths[0]:                                              # and not wider than it must be
+            narrower = corpus.widths[corpus.widths.index(w) - 1]
+            assert (a["tgt_out"][idx, narrower - 1:] != gru.PAD).any() or (a["last"][idx] >= narrower).any()
+    assert seen == {8, 16}                                                    # synthetic: 3-14 words, '.', <eos>
+    assert corpus.batch("val", np.arange(4), 8)[0].shape == (8, corpus.T)    # evaluation keeps the full width
+    plain = gru.Corpus(multi30k.synthetic(0), HP, {"train_samples": 600})
+    assert plain.widths == [41] and plain.batch("train", np.arange(3), 4)[0].shape == (4, 41)
+
+
+def test_val_samples_limits_the_validation_split_only():
+    corpus = gru.Corpus(multi30k.synthetic(0), HP, {"train_samples": 10, "eval_samples": 30, "val_samples": 20})
+    assert (len(corpus.refs["val"]), len(corpus.refs["test"])) == (20, 30)
+
+
 def test_synthetic_is_deterministic_and_shaped_like_the_real_data():
     a, b = multi30k.synthetic(3), multi30k.synthetic(3)
     assert a == b

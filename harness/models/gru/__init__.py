@@ -21,6 +21,12 @@ work): every sequence is padded to T = max_len + 1 (source: max_len tokens + <eo
 epoch's last partial batch is filled with all-<pad> rows, which carry no loss). The encoder runs over
 the padded source; its output at each row's <eos> position is the sentence's state (a GRU is causal,
 so the trailing pads do not change it).
+
+Length buckets (hparam `buckets`, a list of widths; off unless set): a training batch is then cut to the
+narrowest width that holds every row's source and target with their <eos>, and each epoch's batches are
+made within one bucket (the epoch's permutation split by bucket, then the batches shuffled), so a short
+sentence does not pay for a 40-token one. The shapes stay few and fixed (one per width: MindSpore GRAPH
+compiles each once); validation and test batches keep the full width T.
 """
 
 from __future__ import annotations
@@ -80,7 +86,10 @@ class Corpus:
         tok = {s: {lang: [tokenize(x) for x in data[s][lang]] for lang in ("en", "fr")} for s in data}
         self.src_vocab = build_vocab(tok["train"]["en"], hp["min_freq"])
         self.tgt_vocab = build_vocab(tok["train"]["fr"], hp["min_freq"])
-        limits = {"train": spec.get("train_samples"), "val": spec.get("eval_samples"), "test": spec.get("eval_samples")}
+        # val_samples: a fixed subset (the first N pairs) for the per-epoch validation BLEU, where greedy
+        # decoding of the whole set would weigh on time to target; the test BLEU stays on eval_samples.
+        limits = {"train": spec.get("train_samples"), "val": spec.get("val_samples", spec.get("eval_samples")),
+                  "test": spec.get("eval_samples")}
         self.split = {}
         self.refs = {}
         for s in ("train", "val", "test"):
@@ -105,17 +114,29 @@ class Corpus:
             self.split[s] = a
             self.refs[s] = list(data[s]["fr"][:n])
         self.n_train = len(self.refs["train"])
+        # Width each training row needs (source and target tokens + <eos>), and the bucket widths.
+        need = np.maximum(self.split["train"]["last"], (self.split["train"]["tgt_out"] != PAD).sum(1) - 1) + 1
+        self.widths = sorted({int(w) for w in hp.get("buckets", []) if int(w) < self.T} | {self.T})
+        self.bucket = np.searchsorted(self.widths, need[:self.n_train])   # bucket index of every training row
 
     def batch(self, split: str, idx: np.ndarray, size: int) -> tuple[np.ndarray, ...]:
         """Rows idx of a split, filled up to `size` rows with the all-<pad> row."""
         a = self.split[split]
         full = np.full(size, len(a["last"]) - 1, np.int64)
         full[:len(idx)] = idx
-        return a["src"][full], a["last"][full], a["tgt_in"][full], a["tgt_out"][full]
+        width = self.widths[self.bucket[idx].max()] if split == "train" and len(idx) else self.T
+        return a["src"][full, :width], a["last"][full], a["tgt_in"][full, :width], a["tgt_out"][full, :width]
 
     def epoch_batches(self, batch: int, seed: int, epoch: int) -> list[np.ndarray]:
-        order = np.random.RandomState(seed + epoch).permutation(self.n_train)
-        return [order[i:i + batch] for i in range(0, self.n_train, batch)]
+        rng = np.random.RandomState(seed + epoch)
+        order = rng.permutation(self.n_train)
+        if len(self.widths) == 1:
+            return [order[i:i + batch] for i in range(0, self.n_train, batch)]
+        batches = []
+        for k in range(len(self.widths)):
+            rows = order[self.bucket[order] == k]
+            batches += [rows[i:i + batch] for i in range(0, len(rows), batch)]
+        return [batches[i] for i in rng.permutation(len(batches))]
 
     def probe_batch(self, split: str) -> tuple[np.ndarray, ...]:
         """The first 8 pairs of a split (the probes' fixed batch)."""

@@ -1,0 +1,69 @@
+"""The training scenario's loop (harness/scenarios/training.py) with a scripted workload: where the clock
+starts, what counts as training time, and `stop_at_target`."""
+
+from types import SimpleNamespace
+
+import pytest
+
+from harness import eventlog
+from harness.matrix import Cell
+from harness.scenarios import training
+
+
+class Scripted:
+    """A workload whose validation metric follows a script: one value per epoch."""
+
+    samples_per_epoch = 10
+
+    def __init__(self, ctx, data, script):
+        self.script = list(script)
+        self.epochs = 0
+
+    def train_epoch(self):
+        self.epochs += 1
+        return 1.0 / self.epochs
+
+    def evaluate(self, split):
+        return self.script[self.epochs - 1] if split == "val" else 0.5
+
+    def state_arrays(self):
+        return []
+
+
+def _run(tmp_path, monkeypatch, script, **spec):
+    cell = Cell(id="model/gcn/pytorch/eager/amp-off/1dev", kind="model", model="gcn", framework="pytorch",
+                mode="eager", amp="off", devices=1, repeats=1, timeout_s=60, seed=0,
+                spec={"dataset": "cora", "metric": "accuracy", "target": 0.7, "throughput_unit": "nodes/s",
+                      "epochs": len(script), **spec})
+    made = {}
+
+    def build(ctx, data):
+        made["w"] = Scripted(ctx, data, script)
+        return made["w"]
+
+    monkeypatch.setattr(training, "model_module", lambda model, fw: SimpleNamespace(build=build))
+    monkeypatch.setattr(training.datasets, "module", lambda name: SimpleNamespace(synthetic=lambda seed: {}))
+    ctx = SimpleNamespace(cell=cell, seed=0, synthetic=True, data_folder=None, world_size=1)
+    backend = SimpleNamespace(synchronize=lambda ctx: None)
+    events = eventlog.EventLog(tmp_path / "events.jsonl")
+    training.run(ctx, backend, events)
+    events.close()
+    return made["w"], training.summarise(eventlog.read(tmp_path / "events.jsonl"), cell)
+
+
+def test_without_stop_at_target_every_planned_epoch_runs(tmp_path, monkeypatch):
+    w, s = _run(tmp_path, monkeypatch, [0.3, 0.75, 0.8, 0.9])
+    assert w.epochs == 4 and len(s["curve"]) == 4
+    assert s["time_to_target_s"] == pytest.approx(s["curve"][1][0]) and s["best_metric"] == 0.9
+
+
+def test_stop_at_target_ends_training_at_the_first_evaluation_that_reaches_it(tmp_path, monkeypatch):
+    w, s = _run(tmp_path, monkeypatch, [0.3, 0.75, 0.8, 0.9], stop_at_target=True)
+    assert w.epochs == 2 and [v for _, v in s["curve"]] == [0.3, 0.75]
+    assert s["time_to_target_s"] == pytest.approx(s["curve"][-1][0]) and s["test_metric"] == 0.5
+    assert s["epochs_planned"] == 4 and len(s["epochs"]) == 2
+
+
+def test_stop_at_target_runs_on_when_the_target_is_never_reached(tmp_path, monkeypatch):
+    w, s = _run(tmp_path, monkeypatch, [0.3, 0.4, 0.5], stop_at_target=True)
+    assert w.epochs == 3 and s["time_to_target_s"] is None and s["test_metric"] == 0.5
