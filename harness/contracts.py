@@ -81,6 +81,16 @@ class Workload(Protocol):
 
 
 @runtime_checkable
+class PartialEpochWorkload(Workload, Protocol):
+    """A workload that can also train an epoch in parts, for a profile that evaluates several times an epoch
+    (`evals_per_epoch` in harness/matrix.toml: the target profile's GRU)."""
+
+    def train_part(self, part: int, parts: int) -> tuple[float, int]:
+        """Part `part` of `parts` (0-based) of the current epoch's batches, in the epoch's order; the mean loss
+        (a Python float, which waits for the device) and the samples trained. The last part ends the epoch."""
+
+
+@runtime_checkable
 class ProbedWorkload(Workload, Protocol):
     """For the tests only (tests/probe_model.py, tests/test_equivalence.py): one forward pass, one optimiser
     step and one loss on fixed probe batches, in fp32, so that both frameworks can be compared."""

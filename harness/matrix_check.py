@@ -18,10 +18,10 @@ DEFAULT_KEYS = {"seed": int, "timeout_s": (int, float)}
 AXIS_KEYS = {"framework": str, "mode": str, "amp": str, "devices": int}
 MODEL_KEYS = {"title": str, "dataset": str, "metric": str, "target": (int, float), "throughput_unit": str,
               "hparams": dict, "profile": dict, "epochs": int, "train_samples": int, "eval_samples": int,
-              "val_samples": int, "stop_at_target": bool}
+              "val_samples": int, "stop_at_target": bool, "evals_per_epoch": int}
 MODEL_REQUIRED = ("dataset", "metric", "target", "throughput_unit")
 MODEL_PROFILE_KEYS = {"epochs": int, "train_samples": int, "eval_samples": int, "val_samples": int,
-                      "stop_at_target": bool, "hparams": dict}
+                      "stop_at_target": bool, "evals_per_epoch": int, "hparams": dict}
 OPERATOR_KEYS = {"title": str, "sweep": dict, "quick": dict}
 PROFILE_KEYS = {"description": str, "models": list, "operators": list, "frameworks": list, "modes": list,
                 "amp": list, "devices": list, "dtypes": list, "directions": list, "repeats": int,
@@ -29,7 +29,8 @@ PROFILE_KEYS = {"description": str, "models": list, "operators": list, "framewor
 RULE_KEYS = {"model", "op", "framework", "mode", "amp", "devices", "platform", "dtype", "direction", "profile"}
 DTYPES = ("fp32", "fp16", "bf16")
 DIRECTIONS = ("fwd", "fwd+bwd")
-TYPE_NAMES = {str: "a string", int: "an integer", float: "a number", dict: "a table", list: "a list"}
+TYPE_NAMES = {bool: "true or false", str: "a string", int: "an integer", float: "a number", dict: "a table",
+              list: "a list"}
 
 
 class _Checker:
@@ -41,7 +42,7 @@ class _Checker:
 
     def type(self, where: str, value: Any, want) -> None:
         wants = want if isinstance(want, tuple) else (want,)
-        if isinstance(value, bool) or not isinstance(value, wants):
+        if (isinstance(value, bool) and bool not in wants) or not isinstance(value, wants):
             names = " or ".join(dict.fromkeys("a number" if w in (int, float) and len(wants) > 1 else TYPE_NAMES[w]
                                               for w in wants))
             self.fail(where, f"is {value!r} ({_kind(value)}); it must be {names}")
@@ -110,6 +111,10 @@ class _Checker:
             self.one_of(f"{where} profile", prof, list(self.data.get("profiles", {})), "name a [profiles.*] table")
             self.keys(f"{where} profile.{prof}", over, MODEL_PROFILE_KEYS)
             self.type(f"{where} profile.{prof} hparams", over.get("hparams", {}), dict)
+        for table, label in [(m, where)] + [(o, f"{where} profile.{p}") for p, o in m.get("profile", {}).items()]:
+            for key in ("epochs", "evals_per_epoch"):
+                if table.get(key, 1) < 1:
+                    self.fail(f"{label} {key}", f"is {table[key]}; it must be 1 or more")
 
     def operator(self, name: str, o: Any) -> None:
         from harness.operators import SHAPE_KEYS

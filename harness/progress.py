@@ -63,7 +63,8 @@ class EpochLines:
             m = self.epoch
             tput = m["samples"] / m["train_s"] if m.get("train_s") else None
             epochs = self.spec.get("epochs")
-            self.log(f"    epoch {m.get('epoch_num', 0) + 1}{f'/{epochs}' if epochs else ''}: "
+            part = f" part {m['part'] + 1}/{m['parts']}" if "part" in m else ""
+            self.log(f"    epoch {m.get('epoch_num', 0) + 1}{f'/{epochs}' if epochs else ''}{part}: "
                      f"loss {m.get('loss', float('nan')):.4f}, {self.spec.get('metric', 'metric')} {ev['value']:.4f}"
                      + (f", {tput:,.1f} {self.spec.get('throughput_unit', 'samples/s')}" if tput else ""))
 

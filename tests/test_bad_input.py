@@ -129,6 +129,12 @@ CASES: list[tuple[str, str, Callable[[Path], list], tuple[str, ...]]] = [
      ("[axes] devices", "must be an integer")),
     ("matrix-repeats-wrong-type", H, lambda t: ["list", "--matrix", bad_matrix(t, "repeats = 1", 'repeats = "one"')],
      ("[profiles.quick] repeats", "must be an integer")),
+    ("matrix-flag-not-true-or-false", H, lambda t: ["list", "--matrix", bad_matrix(
+        t, "epochs = 200, stop_at_target = true", 'epochs = 200, stop_at_target = "yes"')],
+     ("[models.gcn] profile.target stop_at_target", "must be true or false")),
+    ("matrix-evals-per-epoch-zero", H, lambda t: ["list", "--matrix", bad_matrix(
+        t, "epochs = 200, stop_at_target = true", "epochs = 200, stop_at_target = true, evals_per_epoch = 0")],
+     ("[models.gcn] profile.target evals_per_epoch", "must be 1 or more")),
     ("matrix-skip-unknown-platform", H, lambda t: ["list", "--matrix", bad_matrix(t, 'platform = "cpu"',
                                                                                   'platform = "tpu"')],
      ("[[skip]] rule 1 platform", "'tpu'")),

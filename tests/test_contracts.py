@@ -108,6 +108,17 @@ def test_model_file_builds_a_workload_that_conforms(model, framework):
                 and isinstance(n.value, ast.Call) and isinstance(n.value.func, ast.Name)]
     assert returned and returned[0] in classes, f"{path}: build() does not return an instance of a class defined there"
     assert problems(contracts.ProbedWorkload, classes[returned[0]], f"{path}: {returned[0]}") == []
+    if "train_part" in classes[returned[0]]:                      # optional; then it keeps its declared form
+        assert problems(contracts.PartialEpochWorkload, classes[returned[0]], f"{path}: {returned[0]}") == []
+
+
+def test_the_target_profile_models_that_evaluate_within_an_epoch_can_train_in_parts():
+    from harness import matrix
+
+    for cell in matrix.load().expand("target"):
+        if cell.spec.get("evals_per_epoch", 1) > 1:
+            _, classes = source_functions(HARNESS / "models" / cell.model / f"{cell.framework}.py")
+            assert any("train_part" in c for c in classes.values()), cell.id
 
 
 @pytest.mark.parametrize("framework", FRAMEWORKS)

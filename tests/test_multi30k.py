@@ -63,6 +63,19 @@ def test_corpus_arrays_are_padded_truncated_and_shifted():
     assert src.shape == (4, 4) and (tgt_out[1:] == gru.PAD).all() and (last[1:] == 0).all()
 
 
+def test_reverse_source_feeds_the_source_last_to_first_and_keeps_eos_and_target():
+    plain = gru.Corpus(_tiny(), {"min_freq": 1, "max_len": 3}, {})
+    rev = gru.Corpus(_tiny(), {"min_freq": 1, "max_len": 3, "reverse_source": True}, {})
+    v = {w: i for i, w in enumerate(rev.src_vocab)}
+    assert rev.split["train"]["src"][0].tolist() == [v["runs"], v["dog"], v["a"], gru.EOS]   # "a dog runs" (cut at 3)
+    for s in ("train", "val", "test"):
+        p, r = plain.split[s], rev.split[s]
+        for i, n in enumerate(p["last"]):
+            assert r["src"][i, :n].tolist() == p["src"][i, :n][::-1].tolist()
+            assert (r["src"][i, n:] == p["src"][i, n:]).all()                  # <eos> and pads where they were
+        assert all((p[k] == r[k]).all() for k in ("last", "tgt_in", "tgt_out"))
+
+
 def test_epoch_order_depends_on_seed_and_epoch_only():
     corpus = gru.Corpus(multi30k.synthetic(0), HP, {"train_samples": 300})
     a = corpus.epoch_batches(128, 7, 1)
@@ -70,6 +83,15 @@ def test_epoch_order_depends_on_seed_and_epoch_only():
     assert all((x == y).all() for x, y in zip(a, corpus.epoch_batches(128, 7, 1), strict=True))
     assert not (a[0] == corpus.epoch_batches(128, 7, 2)[0]).all()
     assert sorted(np.concatenate(a).tolist()) == list(range(300))
+
+
+def test_epoch_parts_are_consecutive_slices_of_the_epoch_order():
+    corpus = gru.Corpus(multi30k.synthetic(0), {**HP, "buckets": [8, 16]}, {"train_samples": 600})
+    whole = corpus.epoch_batches(64, 7, 1)
+    parts = [corpus.epoch_part(64, 7, 1, k, 4) for k in range(4)]
+    assert [len(p) for p in parts] == [len(whole) * (k + 1) // 4 - len(whole) * k // 4 for k in range(4)]
+    assert all((x == y).all() for x, y in zip(whole, [b for p in parts for b in p], strict=True))
+    assert all((x == y).all() for x, y in zip(whole, corpus.epoch_part(64, 7, 1, 0, 1), strict=True))
 
 
 def test_length_buckets_cut_training_batches_to_the_narrowest_width_that_holds_every_row():

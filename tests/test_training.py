@@ -26,11 +26,27 @@ class Scripted:
     def evaluate(self, split):
         return self.script[self.epochs - 1] if split == "val" else 0.5
 
+
+class ScriptedParts(Scripted):
+    """The same, trained in parts of an epoch: one scripted value per part; `epochs` counts the parts trained."""
+
+    def __init__(self, ctx, data, script):
+        super().__init__(ctx, data, script)
+        self.calls = []
+
+    def train_epoch(self):
+        raise AssertionError("with evals_per_epoch > 1 the loop trains through train_part")
+
+    def train_part(self, part, parts):
+        self.calls.append((part, parts))
+        self.epochs += 1
+        return 1.0 / self.epochs, 3 + part
+
     def state_arrays(self):
         return []
 
 
-def _run(tmp_path, monkeypatch, script, **spec):
+def _run(tmp_path, monkeypatch, script, kind=Scripted, **spec):
     cell = Cell(id="model/gcn/pytorch/eager/amp-off/1dev", kind="model", model="gcn", framework="pytorch",
                 mode="eager", amp="off", devices=1, repeats=1, timeout_s=60, seed=0,
                 spec={"dataset": "cora", "metric": "accuracy", "target": 0.7, "throughput_unit": "nodes/s",
@@ -38,7 +54,7 @@ def _run(tmp_path, monkeypatch, script, **spec):
     made = {}
 
     def build(ctx, data):
-        made["w"] = Scripted(ctx, data, script)
+        made["w"] = kind(ctx, data, script)
         return made["w"]
 
     monkeypatch.setattr(training, "model_module", lambda model, fw: SimpleNamespace(build=build))
@@ -67,3 +83,20 @@ def test_stop_at_target_ends_training_at_the_first_evaluation_that_reaches_it(tm
 def test_stop_at_target_runs_on_when_the_target_is_never_reached(tmp_path, monkeypatch):
     w, s = _run(tmp_path, monkeypatch, [0.3, 0.4, 0.5], stop_at_target=True)
     assert w.epochs == 3 and s["time_to_target_s"] is None and s["test_metric"] == 0.5
+
+
+def test_evals_per_epoch_evaluates_after_each_part_and_stops_within_an_epoch(tmp_path, monkeypatch):
+    w, s = _run(tmp_path, monkeypatch, [0.1, 0.2, 0.3, 0.4, 0.71, 0.9], kind=ScriptedParts, evals_per_epoch=3,
+                stop_at_target=True)
+    assert w.calls == [(0, 3), (1, 3), (2, 3), (0, 3), (1, 3)]             # stopped in the second epoch's part 2
+    assert [v for _, v in s["curve"]] == [0.1, 0.2, 0.3, 0.4, 0.71]
+    assert s["time_to_target_s"] == pytest.approx(s["curve"][-1][0])
+    assert [(e["epoch"], e["part"], e["samples"]) for e in s["epochs"]] == [(0, 0, 3), (0, 1, 4), (0, 2, 5),
+                                                                          (1, 0, 3), (1, 1, 4)]
+
+
+def test_evals_per_epoch_needs_a_workload_that_trains_in_parts(tmp_path, monkeypatch):
+    from harness.errors import HarnessError
+
+    with pytest.raises(HarnessError, match="cannot train an epoch in parts.*evals_per_epoch = 1"):
+        _run(tmp_path, monkeypatch, [0.1, 0.2], evals_per_epoch=2)

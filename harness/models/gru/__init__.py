@@ -22,6 +22,10 @@ epoch's last partial batch is filled with all-<pad> rows, which carry no loss). 
 the padded source; its output at each row's <eos> position is the sentence's state (a GRU is causal,
 so the trailing pads do not change it).
 
+Source reversal (hparam `reverse_source`, off unless set): the source tokens are fed last to first (the
+<eos> stays after them), as Sutskever et al. (2014) do: without attention, the first target words then sit
+close to the source words they translate, and training gets going sooner. Both frameworks get the same ids.
+
 Length buckets (hparam `buckets`, a list of widths; off unless set): a training batch is then cut to the
 narrowest width that holds every row's source and target with their <eos>, and each epoch's batches are
 made within one bucket (the epoch's permutation split by bucket, then the batches shuffled), so a short
@@ -76,6 +80,13 @@ def encode(sentences: list[list[str]], vocab: list[str], max_len: int) -> tuple[
     return ids, lengths
 
 
+def reverse_rows(ids: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Each row's first `length` ids in reverse order (the pads stay at the end)."""
+    pos = np.arange(ids.shape[1])
+    src = np.where(pos < lengths[:, None], lengths[:, None] - 1 - pos, pos)
+    return np.take_along_axis(ids, src, axis=1)
+
+
 class Corpus:
     """Token ids of every split, as fixed-shape arrays with one all-<pad> row appended (index N), which
     fills the last batch. Vocabularies come from the whole training split (min_freq)."""
@@ -95,6 +106,8 @@ class Corpus:
         for s in ("train", "val", "test"):
             n = limits[s] or len(tok[s]["en"])
             src, src_len = encode(tok[s]["en"][:n], self.src_vocab, max_len)
+            if hp.get("reverse_source"):
+                src = reverse_rows(src, src_len)
             tgt, tgt_len = encode(tok[s]["fr"][:n], self.tgt_vocab, max_len)
             n = len(src)
             a = {
@@ -137,6 +150,12 @@ class Corpus:
             rows = order[self.bucket[order] == k]
             batches += [rows[i:i + batch] for i in range(0, len(rows), batch)]
         return [batches[i] for i in rng.permutation(len(batches))]
+
+    def epoch_part(self, batch: int, seed: int, epoch: int, part: int, parts: int) -> list[np.ndarray]:
+        """The part-th of `parts` consecutive slices of an epoch's batches (all of them when parts is 1)."""
+        batches = self.epoch_batches(batch, seed, epoch)
+        n = len(batches)
+        return batches[n * part // parts:n * (part + 1) // parts]
 
     def probe_batch(self, split: str) -> tuple[np.ndarray, ...]:
         """The first 8 pairs of a split (the probes' fixed batch)."""

@@ -112,11 +112,15 @@ class Workload:
         return [Tensor(a.astype(np.int32)) for a in arrays]
 
     def train_epoch(self) -> float:
+        return self.train_part(0, 1)[0]
+
+    def train_part(self, part: int, parts: int) -> tuple[float, int]:
         self.net.set_train(True)
-        losses = [self.step(*self._tensors(self.corpus.batch("train", idx, self.batch_size)))
-                  for idx in self.corpus.epoch_batches(self.batch_size, self.seed, self.epoch)]
-        self.epoch += 1
-        return float(ops.stack(losses).mean().asnumpy())  # asnumpy waits for the device
+        batches = self.corpus.epoch_part(self.batch_size, self.seed, self.epoch, part, parts)
+        losses = [self.step(*self._tensors(self.corpus.batch("train", idx, self.batch_size))) for idx in batches]
+        if part == parts - 1:
+            self.epoch += 1
+        return float(ops.stack(losses).mean().asnumpy()), sum(len(idx) for idx in batches)  # asnumpy waits
 
     def probe_forward(self) -> np.ndarray:
         """Eval-mode teacher-forced logits on the first 8 validation pairs (fp32 with AMP off; the probes

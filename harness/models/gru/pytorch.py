@@ -89,10 +89,14 @@ class Workload:
         return loss.detach()
 
     def train_epoch(self) -> float:
-        losses = [self._step(self.corpus.batch("train", idx, self.batch_size))
-                  for idx in self.corpus.epoch_batches(self.batch_size, self.seed, self.epoch)]
-        self.epoch += 1
-        return torch.stack(losses).mean().item()
+        return self.train_part(0, 1)[0]
+
+    def train_part(self, part: int, parts: int) -> tuple[float, int]:
+        batches = self.corpus.epoch_part(self.batch_size, self.seed, self.epoch, part, parts)
+        losses = [self._step(self.corpus.batch("train", idx, self.batch_size)) for idx in batches]
+        if part == parts - 1:
+            self.epoch += 1
+        return torch.stack(losses).mean().item(), sum(len(idx) for idx in batches)
 
     def probe_forward(self) -> np.ndarray:
         """Eval-mode teacher-forced logits on the first 8 validation pairs (fp32)."""
