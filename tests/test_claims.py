@@ -361,6 +361,9 @@ def test_platforms_are_never_mixed():
     assert any("measured on cpu, not on the Ascend 910" in x for x in c_cpu.caveats)
     assert any("quick profile" in x for x in c_cpu.caveats)
     assert claims.evaluate(cpu + npu, platform="ascend")[0].cells == c_npu.cells
+    target = claims.evaluate(cpu, profile="target")[0].caveats
+    assert any("target profile" in x and "stopping at its target" in x for x in target)
+    assert not any("quick profile" in x for x in target)
 
 
 def test_synthetic_data_and_versions_are_caveats_not_verdicts():

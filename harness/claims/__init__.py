@@ -95,6 +95,9 @@ def _caveats(index: dict[str, CellSummary], cells: list[str], parts: list[Part],
                    f"frameworks compare on {platform}, not whether the paper's Ascend result holds")
     if profile == "quick":
         out.append("quick profile: small data slices, few epochs and few operator configurations")
+    if profile == "target":
+        out.append("target profile: models sized to reach their targets on a 2-core CPU (the GRU smaller than the "
+                   "paper's, its source reversed), each cell stopping at its target")
     used = [index[c] for c in dict.fromkeys(cells) if c in index]
     synthetic = sorted({f"{_mname(s.first.get('model') or '')} ({s.first.get('dataset')})" for s in used
                         if any(r.get("synthetic") for r in s.ok)})
