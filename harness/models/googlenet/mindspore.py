@@ -8,14 +8,13 @@ dampening 0 and nesterov off.
 
 from __future__ import annotations
 
-import mindspore as ms
 import numpy as np
 from mindspore import Tensor, nn, ops
 
 from harness.frameworks.mindspore import amp_network, make_train_step
 from harness.models.googlenet import FEATURES, INCEPTION, POOL_AFTER, PROBE_LR, decays, init_weights
 from harness.models.resnet50 import accuracy, epoch_batches, eval_batches, limits, lr_schedule, probe_batches
-from harness.models.resnet50.mindspore import torch_name
+from harness.models.resnet50.mindspore import LossCell, torch_name  # the same loss and parameter names
 
 
 class ConvBN(nn.Cell):
@@ -80,15 +79,6 @@ def pt_name(ms_name: str) -> str:
     return torch_name(".".join(parts))
 
 
-class LossCell(nn.Cell):
-    def __init__(self, net: nn.Cell):
-        super().__init__()
-        self.net = net
-
-    def construct(self, x, y):
-        return ops.cross_entropy(ops.cast(self.net(x), ms.float32), y)
-
-
 class Workload:
     def __init__(self, ctx, data: dict):
         hp = ctx.hparams
@@ -115,7 +105,7 @@ class Workload:
             self.run_net, self.step = self.net, self.fp32_step
         else:  # auto_mixed_precision casts the cells in place: the probes run with AMP off only
             self.run_net = amp_network(ctx, self.net)
-            self.step = make_train_step(ctx, LossCell(self.run_net), self.opt)
+            self.step = make_train_step(ctx, LossCell(self.run_net, cast=True), self.opt)
         probe_test, probe_x, probe_y = probe_batches(data)
         self.probe_test, self.probe_x = Tensor(probe_test), Tensor(probe_x)
         self.probe_y = Tensor(probe_y.astype(np.int32))

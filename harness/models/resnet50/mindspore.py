@@ -94,12 +94,20 @@ class ResNet50(nn.Cell):
 
 
 class LossCell(nn.Cell):
-    def __init__(self, net: nn.Cell):
+    """Mean cross-entropy over the batch, in fp32. The fused SoftmaxCrossEntropyWithLogits kernel, as MindSpore's
+    model zoo uses (ops.cross_entropy composes log_softmax and nll_loss op by op, which PYNATIVE dispatches one
+    at a time); the cast to fp32 only where the network computes in fp16 (AMP)."""
+
+    def __init__(self, net: nn.Cell, cast: bool = False):
         super().__init__()
-        self.net = net
+        self.net, self.cast = net, cast
+        self.ce = nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")
 
     def construct(self, x, y):
-        return ops.cross_entropy(ops.cast(self.net(x), ms.float32), y)  # mean over the batch, in fp32
+        logits = self.net(x)
+        if self.cast:
+            logits = ops.cast(logits, ms.float32)
+        return self.ce(logits, y)
 
 
 def torch_name(ms_name: str) -> str:
@@ -140,7 +148,7 @@ class Workload:
             # O2: fp16 except BatchNorm (and the loss, cast to fp32); O3: everything fp16. auto_mixed_precision
             # wraps the same Parameter objects, so the fp32 probe cells below see the trained weights.
             self.net = amp_network(ctx, self._share(ResNet50(weights, data["num_classes"], hp)))
-            self.loss_cell = LossCell(self.net)
+            self.loss_cell = LossCell(self.net, cast=True)
             self.step = make_train_step(ctx, self.loss_cell, self.opt)
         # Dataset sinking (GRAPH mode on Ascend/GPU): the same batches, fed through a MindSpore dataset.
         sink, _ = dataset_sink(ctx, fixed_shapes=True)
