@@ -26,6 +26,9 @@ class Scripted:
     def evaluate(self, split):
         return self.script[self.epochs - 1] if split == "val" else 0.5
 
+    def state_arrays(self):
+        return []
+
 
 class ScriptedParts(Scripted):
     """The same, trained in parts of an epoch: one scripted value per part; `epochs` counts the parts trained."""
@@ -41,9 +44,6 @@ class ScriptedParts(Scripted):
         self.calls.append((part, parts))
         self.epochs += 1
         return 1.0 / self.epochs, 3 + part
-
-    def state_arrays(self):
-        return []
 
 
 def _run(tmp_path, monkeypatch, script, kind=Scripted, **spec):

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import itertools
 import time
 from collections.abc import Callable
 from statistics import mean
@@ -38,28 +39,24 @@ def run(ctx, backend, events) -> dict[str, Any]:
     ds = datasets.module(spec["dataset"])
     data = ds.synthetic(ctx.seed) if ctx.synthetic else ds.load(ctx.data_folder)
     workload = build(ctx, data)
-    train = _trainer(workload, cell)
     parts = spec.get("evals_per_epoch", 1)
+    train = _trainer(workload, cell, parts)
     best = float("-inf")
-    for epoch in range(spec["epochs"]):
-        for part in range(parts):
-            # With evals_per_epoch, each part of an epoch is one epoch_start/epoch_stop block with its own
-            # evaluation, so time to target is known to a fraction of an epoch; `part` says which.
-            block = {"epoch_num": epoch, **({"part": part, "parts": parts} if parts > 1 else {})}
-            events.log("epoch_start", event_type=START, **block)
-            t = time.perf_counter()
-            loss, samples = train(part, parts)
-            backend.synchronize(ctx)
-            train_s = time.perf_counter() - t
-            events.log("epoch_stop", event_type=END, train_s=train_s, samples=samples, loss=loss, **block)
-            metric = workload.evaluate("val")
-            best = max(best, metric)
-            events.log("eval_accuracy", metric, **block)
-            if spec.get("stop_at_target") and best >= spec["target"]:
-                break  # time to target is measured; further epochs would only lengthen the run
-        else:
-            continue
-        break
+    for epoch, part in itertools.product(range(spec["epochs"]), range(parts)):
+        # With evals_per_epoch, each part of an epoch is one epoch_start/epoch_stop block with its own
+        # evaluation, so time to target is known to a fraction of an epoch; `part` says which.
+        block = {"epoch_num": epoch, **({"part": part, "parts": parts} if parts > 1 else {})}
+        events.log("epoch_start", event_type=START, **block)
+        t = time.perf_counter()
+        loss, samples = train(part, parts)
+        backend.synchronize(ctx)
+        train_s = time.perf_counter() - t
+        events.log("epoch_stop", event_type=END, train_s=train_s, samples=samples, loss=loss, **block)
+        metric = workload.evaluate("val")
+        best = max(best, metric)
+        events.log("eval_accuracy", metric, **block)
+        if spec.get("stop_at_target") and best >= spec["target"]:
+            break  # time to target is measured; further epochs would only lengthen the run
     events.log("test_metric", workload.evaluate("test"))
     events.log("run_stop", event_type=END, status="success" if best >= spec["target"] else "aborted")
     if ctx.world_size == 1:
@@ -70,10 +67,10 @@ def run(ctx, backend, events) -> dict[str, Any]:
     return {"state_sha256": digest.hexdigest()}  # data parallel keeps every rank's weights identical
 
 
-def _trainer(workload, cell) -> Callable[[int, int], tuple[float, int]]:
+def _trainer(workload, cell, parts: int) -> Callable[[int, int], tuple[float, int]]:
     """train(part, parts) -> (mean loss, samples): a whole epoch through train_epoch, or a part of one through
     train_part where the profile evaluates several times an epoch."""
-    if cell.spec.get("evals_per_epoch", 1) == 1:
+    if parts == 1:
         return lambda part, parts: (workload.train_epoch(), workload.samples_per_epoch)
     if not hasattr(workload, "train_part"):
         raise HarnessError(f"model {cell.model} ({cell.framework}) cannot train an epoch in parts (its workload has "
