@@ -18,6 +18,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from harness import allocator
+
 REPO = Path(__file__).resolve().parent.parent
 PACKAGES = ("torch", "torch_npu", "mindspore", "numpy", "scipy", "jinja2", "psutil", "nvidia-ml-py")
 _PROBE = {
@@ -132,6 +134,9 @@ def capture(probe_frameworks: bool = True) -> dict[str, Any]:
                 "usable_cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None},
         "memory_gib": _memory_gib(),
         "python": {"version": platform.python_version(), "executable": sys.executable},
+        # The memory allocators this host can preload and the one each framework's cells get (harness/allocator.py).
+        "allocators": {"available": allocator.available(),
+                       "per_framework": {fw: allocator.choose(fw)[0] for fw in allocator.PREFERENCE}},
         "packages": _versions(),
         "nvidia": _nvidia(),
         "ascend": _ascend(),

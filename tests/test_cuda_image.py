@@ -2,6 +2,7 @@
 the two locks, what Dockerfile.cuda sets for a GPU host, and how reproduce.sh runs it. The build itself and
 the checks inside the built image are tools/check_image.sh --cuda (tox -e image-cuda)."""
 
+import os
 import re
 import shutil
 import struct
@@ -63,7 +64,11 @@ def test_cuda11_libs_lock_has_what_the_mindspore_plugin_needs_with_every_hash():
 
 def test_dockerfile_cuda_sets_what_a_gpu_host_and_any_uid_need():
     env = _env("Dockerfile.cuda")
-    assert "CUDA_HOME" not in env, "with CUDA_HOME set MindSpore asks $CUDA_HOME/bin/nvcc and loads no plug-in"
+    # MindSpore's CUDA 11 tree is named to the harness, not set image-wide: PyTorch's CUDA 12 build must not take
+    # it for its CUDA home (CUDA_HOME, CUDA_PATH, nvcc on PATH and /usr/local/cuda are where it looks).
+    assert "CUDA_HOME" not in env and "CUDA_PATH" not in env
+    assert env["HARNESS_MINDSPORE_CUDA_HOME"] == "/opt/cuda11/toolkit"
+    assert "/opt/cuda11" not in env["PATH"]
     assert env["NVIDIA_VISIBLE_DEVICES"] == "all" and env["NVIDIA_DRIVER_CAPABILITIES"] == "compute,utility"
     assert env["CUDA_CACHE_PATH"].startswith("/results/")
     assert env["USER"] and env["HOME"] and env["TORCHINDUCTOR_CACHE_DIR"].startswith(env["HOME"])
@@ -74,7 +79,85 @@ def test_dockerfile_cuda_sets_what_a_gpu_host_and_any_uid_need():
         re.search(r"^ARG BASE_IMAGE=(\S+)", (REPO / "Dockerfile.cpu").read_text(), re.M).group(1)
     # The CUDA 11 wheels go outside the venv, their libraries where the plug-in's RPATH ends.
     assert re.search(r"--target /opt/cuda11\s.*cuda11-libs\.txt", text.replace("\\\n", " "))
-    assert "ln -s /opt/cuda11/nvidia/*/lib/lib*.so* /usr/local/cuda/lib64/" in text
+    assert "ln -s /opt/cuda11/nvidia/*/lib/lib*.so* /opt/cuda11/toolkit/lib64/" in text
+    assert "/usr/local/cuda" not in text.split("FROM ${BASE_IMAGE}", 1)[1], "nothing may create /usr/local/cuda"
+
+
+def test_dockerfile_cuda_takes_a_real_nvcc_11_8_pinned_by_version_and_sha256():
+    """PyPI's nvidia-cuda-nvcc-cu11 wheels have no nvcc binary (11.7.99 and 11.8.89: ptxas, libnvvm, libdevice),
+    so nvcc comes from Debian bookworm's non-free nvidia-cuda-toolkit, pinned, and the build checks its release."""
+    text = (REPO / "Dockerfile.cuda").read_text()
+    version = re.search(r"^ARG NVCC_DEB_VERSION=(\S+)", text, re.M).group(1)
+    assert version.startswith("11.8.89~")
+    assert re.search(r"^ARG NVCC_DEB_SHA256=[0-9a-f]{64}$", text, re.M)
+    assert '"nvidia-cuda-toolkit=${NVCC_DEB_VERSION}"' in text and "sha256sum -c" in text
+    assert "grep -q 'release 11\\.8,'" in text, "the build must fail unless nvcc reports release 11.8"
+    assert "$t/bin/nvcc.profile" in text and "libdevice.10.bc $t/nvvm/libdevice/" in text
+
+
+def test_only_mindspore_cells_get_the_cuda_11_home(monkeypatch):
+    from harness.frameworks import mindspore, pytorch
+
+    monkeypatch.delenv("LD_LIBRARY_PATH", raising=False)
+    monkeypatch.delenv("HARNESS_MINDSPORE_CUDA_HOME", raising=False)
+    assert "CUDA_HOME" not in mindspore.process_env("cuda"), "natively the host's own CUDA_HOME is kept"
+    monkeypatch.setenv("HARNESS_MINDSPORE_CUDA_HOME", "/opt/cuda11/toolkit")
+    env = mindspore.process_env("cuda")
+    assert env["CUDA_HOME"] == "/opt/cuda11/toolkit" and env["LD_LIBRARY_PATH"] == "/opt/cuda11/toolkit/lib64"
+    monkeypatch.setenv("LD_LIBRARY_PATH", "/host/lib")
+    assert mindspore.process_env("cuda")["LD_LIBRARY_PATH"] == "/opt/cuda11/toolkit/lib64:/host/lib"
+    assert "CUDA_HOME" not in mindspore.process_env("cpu") and "CUDA_HOME" not in mindspore.process_env("ascend")
+    assert "CUDA_HOME" not in pytorch.process_env("cuda")
+
+
+def _probe_verdict(framework: str, output: str):
+    sys.path.insert(0, str(REPO / "tools"))
+    import gpu_probe
+
+    return gpu_probe.verdict({"framework": framework, "ok": False, "output": output})
+
+
+FIXTURES = REPO / "tests" / "fixtures" / "gpu_probe"
+
+
+@pytest.mark.parametrize("fixture, expected", [
+    # Recorded with MindSpore 2.10.0 on this CPU machine: CUDA_HOME unset (today's image did this) ...
+    ("mindspore-no-cuda-home.txt", "never tried a GPU plug-in"),
+    # ... and CUDA_HOME with a real nvcc 11.8 but no CUDA 11 libraries: the plug-in is tried and lacks cuBLAS.
+    ("mindspore-plugin-lacks-cublas.txt", "failed for another reason than the driver's libcuda.so.1"),
+    # Recorded in the CUDA image built by tools/check_image.sh --cuda, no GPU: only the driver is missing.
+    ("mindspore-image-no-driver.txt", None),
+    ("pytorch-image-no-driver.txt", None),
+])
+def test_gpu_probe_accepts_only_the_missing_driver(fixture, expected):
+    framework = fixture.split("-")[0]
+    got = _probe_verdict(framework, (FIXTURES / fixture).read_text())
+    assert (got is None) if expected is None else (expected in (got or "")), got
+
+
+def test_gpu_probe_refuses_pytorch_without_cuda():
+    assert "other than the missing NVIDIA driver" in _probe_verdict(
+        "pytorch", 'AssertionError: Torch not compiled with CUDA enabled\n')
+
+
+@pytest.mark.parametrize("release, plugin", [("11.8", "libmindspore_gpu.so.11.6"), ("11.6", "libmindspore_gpu.so.11.6"),
+                                             ("11.1", "libmindspore_gpu.so.11.1"), ("12.4", None)])
+def test_mindspore_picks_its_gpu_plugin_from_the_nvcc_release(tmp_path, release, plugin):
+    """The vendor fact the CUDA image rests on, from MindSpore's own loader: `$CUDA_HOME/bin/nvcc --version`
+    decides which plug-in it tries (a stub nvcc prints the release line of the real one)."""
+    pytest.importorskip("mindspore")
+    (tmp_path / "bin").mkdir()
+    nvcc = tmp_path / "bin" / "nvcc"
+    nvcc.write_text(f"#!/bin/sh\necho 'Cuda compilation tools, release {release}, V{release}.89'\n")
+    nvcc.chmod(0o755)
+    proc = subprocess.run([sys.executable, "-c", "import mindspore as ms; ms.set_device('GPU')"],
+                          env={**os.environ, "CUDA_HOME": str(tmp_path), "GLOG_v": "2"},
+                          capture_output=True, text=True, timeout=120)
+    tried = sorted(set(re.findall(r"Load dynamic library: (libmindspore_gpu\S*) failed", proc.stdout + proc.stderr)))
+    if plugin is None:
+        assert not tried and "can not find suitable gpu plugin" in proc.stdout + proc.stderr
+    else:
+        assert tried == [plugin], proc.stderr[-2000:]
 
 
 def test_podman_gets_selinux_labels_off_for_the_gpu_and_docker_does_not(tmp_path):

@@ -3,7 +3,21 @@
 
 # 5b. What a GPU host relies on, checked in the built image.
 cuda_checks() {
-  local arch fatbins ldd_out missing wrong
+  local arch fatbins ldd_out missing wrong torch_home
+  # Each framework asked for the GPU in its cells' environment: without a driver, the driver must be the only
+  # thing missing (tools/gpu_probe.py says what else it found). The probe's lines are kept beside the results.
+  "${buildah[@]}" run --isolation chroot --volume "$root/tools:/tools:ro" "${mounts[@]}" "$ctr" -- \
+      python /tools/gpu_probe.py mindspore pytorch > "$runs/gpu_probe.jsonl" 2> /dev/null \
+    || { python3 -c 'import json, sys
+for line in open(sys.argv[1]):
+    r = json.loads(line); print("   ", r["framework"], r["verdict"], "| output:", r["output"][-600:], file=sys.stderr)' \
+           "$runs/gpu_probe.jsonl"; fail "a framework failed on the GPU for a reason other than the missing driver"; }
+  python3 -c 'import json, re, sys
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    why = [l for l in r["output"].splitlines() if re.search(r"libmindspore_gpu|NVIDIA driver|libcuda", l)]
+    print(f"check_image: {r[\"framework\"]} on the GPU without a driver: fails for the driver alone:", (why or [r["verdict"]])[-1][:300],
+          file=sys.stderr)' "$runs/gpu_probe.jsonl"
   # torch.cuda.get_arch_list() is empty without a GPU (it asks is_available() first); the list it would
   # return is the build's, which torch._C._cuda_getArchFlags() gives without a device.
   arch="$(inside python -c 'import torch; print(torch.__version__, torch.version.cuda, torch.backends.cudnn.version(), torch._C._cuda_getArchFlags())')" \
@@ -15,8 +29,8 @@ cuda_checks() {
   # The same from the binaries: the GPU code each library carries (tools/fatbin_archs.py reads the fat binaries).
   fatbins="$("${buildah[@]}" run --isolation chroot --volume "$root/tools:/tools:ro" "$ctr" -- bash -c \
     'sp=/opt/venv/lib/python3.11/site-packages; python /tools/fatbin_archs.py $sp/torch/lib/libtorch_cuda.so \
-       $sp/mindspore/lib/plugin/gpu/libcuda_ops.so.11 /usr/local/cuda/lib64/libcudnn_cnn_infer.so.8 \
-       /usr/local/cuda/lib64/libcublasLt.so.11')" || fail "could not read the fat binaries of the CUDA libraries"
+       $sp/mindspore/lib/plugin/gpu/libcuda_ops.so.11 /opt/cuda11/toolkit/lib64/libcudnn_cnn_infer.so.8 \
+       /opt/cuda11/toolkit/lib64/libcublasLt.so.11')" || fail "could not read the fat binaries of the CUDA libraries"
   sed 's/^/    /; s|/opt/venv/lib/python3.11/site-packages/||' <<< "$fatbins" >&2
   fatbin_has() {  # fatbin_has LIBRARY KIND SM: that library carries KIND (sass|ptx) code for SM
     grep "/$1: " <<< "$fatbins" | sed "s/^[^:]*://" | grep -qE "$2( sm_[0-9]+)* $3( |\$)"
@@ -29,8 +43,9 @@ cuda_checks() {
     || fail "MindSpore's libcuda_ops.so.11 carries no PTX: newer GPUs (H100) could not JIT its kernels"
   fatbin_has libcudnn_cnn_infer.so.8 sass sm_90 || fail "cuDNN 8 (CUDA 11 build) in the image has no sm_90 code"
 
-  # MindSpore's GPU plug-in: every NEEDED library must resolve inside the image except libcuda.so.1.
-  ldd_out="$(inside bash -c 'ldd "$(python -c "import mindspore, os; print(os.path.dirname(mindspore.__file__))")/lib/plugin/libmindspore_gpu.so.11.6"')" \
+  # MindSpore's GPU plug-in: every NEEDED library must resolve inside the image except libcuda.so.1, its CUDA ones
+  # from MindSpore's CUDA_HOME (/opt/cuda11/toolkit/lib64, on the loader's path in MindSpore's cells only).
+  ldd_out="$(inside bash -c 'export LD_LIBRARY_PATH="$HARNESS_MINDSPORE_CUDA_HOME/lib64"; ldd "$(python -c "import mindspore, os; print(os.path.dirname(mindspore.__file__))")/lib/plugin/libmindspore_gpu.so.11.6"')" \
     || fail "ldd could not read MindSpore's libmindspore_gpu.so.11.6 in the image"
   echo "check_image: ldd libmindspore_gpu.so.11.6 (CUDA libraries):" >&2
   grep -E 'libcu|libnvrtc|not found' <<< "$ldd_out" | sed 's/^\s*/    /' >&2
@@ -38,13 +53,19 @@ cuda_checks() {
   [ "$missing" = "libcuda.so.1 " ] \
     || fail "libmindspore_gpu.so.11.6 has unresolved libraries besides the driver's libcuda.so.1: '$missing'"
   wrong="$(grep -E '^\s*lib(cudart|cublas|cublasLt|cudnn|cufft|curand|cusolver|cusparse|nvrtc)\.so' <<< "$ldd_out" \
-           | grep -v '=> /usr/local/cuda/lib64/' || true)"
-  [ -z "$wrong" ] || fail "CUDA 11 libraries of the MindSpore plug-in resolve outside /usr/local/cuda/lib64: $wrong"
+           | grep -v '=> /opt/cuda11/toolkit/lib64/' || true)"
+  [ -z "$wrong" ] || fail "CUDA 11 libraries of the MindSpore plug-in resolve outside /opt/cuda11/toolkit/lib64: $wrong"
   # cuDNN 8 loads its sub-libraries (libcudnn_*_infer/train.so.8) itself: those must resolve too.
-  missing="$(inside bash -c 'for f in /usr/local/cuda/lib64/*.so*; do ldd "$f" | sed -n "s/^\s*\(\S*\) => not found/\1/p"; done' | sort -u | tr '\n' ' ')"
+  missing="$(inside bash -c 'export LD_LIBRARY_PATH="$HARNESS_MINDSPORE_CUDA_HOME/lib64"; for f in "$LD_LIBRARY_PATH"/*.so*; do ldd "$f" | sed -n "s/^\s*\(\S*\) => not found/\1/p"; done' | sort -u | tr '\n' ' ')"
   [ -z "$missing" ] || [ "$missing" = "libcuda.so.1 " ] \
-    || fail "libraries in /usr/local/cuda/lib64 need libraries the image lacks: $missing"
-  echo "check_image: every library under /usr/local/cuda/lib64 resolves${missing:+ (but libcuda.so.1)}" >&2
+    || fail "libraries in /opt/cuda11/toolkit/lib64 need libraries the image lacks: $missing"
+  echo "check_image: every library under /opt/cuda11/toolkit/lib64 resolves${missing:+ (but libcuda.so.1)}" >&2
+  # PyTorch's CUDA 12 build must not find the CUDA 11 tree where it looks for a CUDA home (CUDA_HOME, CUDA_PATH,
+  # nvcc on PATH, /usr/local/cuda): extensions and torch.compile's C++ paths would build against CUDA 11.
+  torch_home="$(inside python -c 'import torch.utils.cpp_extension as c; print(c.CUDA_HOME)')" \
+    || fail "could not ask torch.utils.cpp_extension for its CUDA home"
+  [ "$torch_home" = None ] || fail "PyTorch sees a CUDA toolkit at $torch_home (it must see none: CUDA 11 is MindSpore's)"
+  echo "check_image: torch.utils.cpp_extension.CUDA_HOME is None (PyTorch sees no CUDA 11 toolkit)" >&2
   echo "check_image: libcuda.so.1 is the NVIDIA driver's: the container toolkit mounts it from the host at run time" >&2
 
   inside python -m harness env > "$runs/env.json" || fail "python -m harness env failed in the CUDA image"

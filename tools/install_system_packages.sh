@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Debian packages the test suite needs beyond Python: pdflatex (report.tex must compile), Chromium (report.html
-# must load without console errors), buildah and debootstrap (the CPU image is built and run). Installs what is
+# must load without console errors), buildah and debootstrap (the CPU image is built and run), jemalloc and tcmalloc. Installs what is
 # missing when run as root with apt-get (CI, a fresh Debian/Ubuntu box); otherwise says what to install.
 set -euo pipefail
 
@@ -9,6 +9,10 @@ command -v pdflatex >/dev/null || need+=(texlive-latex-base texlive-latex-recomm
 command -v chromium >/dev/null || need+=(chromium)
 command -v buildah >/dev/null || need+=(buildah)
 command -v debootstrap >/dev/null || need+=(debootstrap)
+# jemalloc and tcmalloc: the allocator tests preload them for real (harness/allocator.py), and the native cells of
+# tools/check_main.sh get PyTorch's measured choice, as the images do.
+[ -e "/usr/lib/$(uname -m)-linux-gnu/libjemalloc.so.2" ] || need+=(libjemalloc2)
+[ -e "/usr/lib/$(uname -m)-linux-gnu/libtcmalloc_minimal.so.4" ] || need+=(libtcmalloc-minimal4)
 [ ${#need[@]} -eq 0 ] && exit 0
 
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then

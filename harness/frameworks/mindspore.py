@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from harness import allocator
 from harness.errors import Unsupported
 
 NAME = "mindspore"
@@ -17,10 +18,20 @@ DEVICE_TARGET = {"cpu": "CPU", "cuda": "GPU", "ascend": "Ascend"}
 
 def process_env(platform: str) -> dict[str, str]:
     env = {"GLOG_v": "2"}  # warnings and errors only: MindSpore's INFO logging costs time and disk
+    env |= allocator.process_env(NAME)  # its runtime pools device and host memory itself (harness/allocator.py)
     if platform == "cpu" and _platform.machine() in ("x86_64", "AMD64") and _has_avx512():
         # On AVX-512 CPUs MindSpore 2.10's oneDNN picks a reference kernel for 3x3 convolutions that is
         # ~100x slower; capping the ISA at AVX2 gives the fast JIT kernels (seen on the CI machine).
         env["ONEDNN_MAX_CPU_ISA"] = "AVX2"
+    if platform == "cuda" and os.environ.get("HARNESS_MINDSPORE_CUDA_HOME"):
+        # MindSpore 2.10 picks its GPU plug-in from `$CUDA_HOME/bin/nvcc --version` (CUDA_HOME unset: the GPU
+        # back-end is never tried; release 11.6-11.8: libmindspore_gpu.so.11.6). The CUDA image keeps its CUDA 11
+        # tree (a real nvcc 11.8 and the cu11 libraries) out of PyTorch's sight, at the path this variable names,
+        # and only MindSpore's cells get it as CUDA_HOME, with its libraries on the loader's path. Natively, the
+        # host's own CUDA_HOME is left as it is.
+        home = os.environ["HARNESS_MINDSPORE_CUDA_HOME"]
+        env["CUDA_HOME"] = home
+        env["LD_LIBRARY_PATH"] = os.pathsep.join(filter(None, [f"{home}/lib64", os.environ.get("LD_LIBRARY_PATH")]))
     return env
 
 

@@ -7,6 +7,7 @@ import os
 import sys
 from typing import Any
 
+from harness import allocator
 from harness.errors import Unsupported
 
 NAME = "pytorch"
@@ -14,8 +15,10 @@ MODES = ("eager", "compile")
 
 
 def process_env(platform: str) -> dict[str, str]:
-    # PyTorch's CPU defaults (OpenMP over all cores, oneDNN autodetected ISA) are already its best.
-    return {}
+    # PyTorch's CPU defaults (OpenMP over all cores, oneDNN autodetected ISA) are already its best. Its host-side
+    # allocations go through malloc: jemalloc or tcmalloc, as its CPU performance tuning guide recommends
+    # (harness/allocator.py says why and what was measured).
+    return allocator.process_env(NAME)
 
 
 DIST_BACKEND = {"cpu": "gloo", "cuda": "nccl", "ascend": "hccl"}

@@ -1,0 +1,82 @@
+"""The host-side memory allocator each cell's process gets, as environment variables (part of the back-end's
+`process_env`, so the runner, the report's settings table and every result record it).
+
+Why: glibc's malloc raises its mmap threshold dynamically only up to 32 MiB (64-bit), so larger buffers are
+mapped and unmapped on every allocation, page faults each time. PyTorch on CPU allocates activations through
+malloc: ResNet50 at batch 32 has 32 MiB activations, and the same cell ran anywhere between ~14 and ~21
+images/s from one process to the next depending on the threshold's history in that process. PyTorch's CPU
+performance tuning guide recommends jemalloc or tcmalloc for this; MindSpore's runtime has its own memory pool.
+The choice per framework is measured (benchmarks/process_gap.py, ARTIFACT.md), not assumed.
+
+    HARNESS_ALLOCATOR=auto (default) | system | jemalloc | tcmalloc | glibc-tuned
+
+auto: the framework's preference list below, first one this host has (a preloadable library found on the
+loader's standard paths; the images install Debian's libjemalloc2 and libtcmalloc-minimal4); glibc-tuned
+(malloc's own tunables, no library needed) is always available. system: the process's allocator unchanged.
+"""
+
+from __future__ import annotations
+
+import os
+import platform as _platform
+from pathlib import Path
+
+# Measured on the 2-core x86_64 machine, process level (benchmarks/process_gap.py; ARTIFACT.md, *Allocator*).
+PREFERENCE: dict[str, tuple[str, ...]] = {
+    "pytorch": ("jemalloc", "tcmalloc", "glibc-tuned"),
+    "mindspore": ("system",),
+}
+LIBRARIES = {"jemalloc": ("libjemalloc.so.2",), "tcmalloc": ("libtcmalloc_minimal.so.4", "libtcmalloc.so.4")}
+# Where Debian, Ubuntu, RHEL-likes and /usr/local put shared libraries (multiarch first).
+SEARCH = (f"/usr/lib/{_platform.machine()}-linux-gnu", f"/lib/{_platform.machine()}-linux-gnu", "/usr/lib64",
+          "/usr/lib", "/usr/local/lib")
+# glibc's tunables (mallopt's environment names): a fixed threshold at 64 GiB keeps every buffer on the heap, and
+# the trim threshold keeps freed memory for the next step instead of returning it to the kernel.
+GLIBC_TUNED = {"MALLOC_MMAP_THRESHOLD_": str(64 << 30), "MALLOC_TRIM_THRESHOLD_": str(64 << 30)}
+CHOICES = ("auto", "system", "jemalloc", "tcmalloc", "glibc-tuned")
+
+
+def find_library(name: str) -> str | None:
+    """The path of the first preloadable library of `name` (jemalloc, tcmalloc) on this host, or None."""
+    for lib in LIBRARIES[name]:
+        for folder in SEARCH:
+            path = Path(folder) / lib
+            if path.is_file():
+                return str(path)
+    return None
+
+
+def choose(framework: str, requested: str | None = None) -> tuple[str, dict[str, str]]:
+    """(allocator name, environment variables) for a cell of `framework` on this host."""
+    from harness.errors import HarnessError
+
+    requested = requested or os.environ.get("HARNESS_ALLOCATOR") or "auto"
+    if requested not in CHOICES:
+        raise HarnessError(f"HARNESS_ALLOCATOR={requested} is not an allocator; choose one of {', '.join(CHOICES)}")
+    names = PREFERENCE.get(framework, ("system",)) if requested == "auto" else (requested,)
+    for name in names:
+        if name == "system":
+            return name, {}
+        if name == "glibc-tuned":
+            return name, dict(GLIBC_TUNED)
+        path = find_library(name)
+        if path:
+            preload = " ".join(filter(None, [path, os.environ.get("LD_PRELOAD")]))
+            return name, {"LD_PRELOAD": preload}
+        if requested != "auto":
+            raise HarnessError(f"HARNESS_ALLOCATOR={name}: no {' or '.join(LIBRARIES[name])} on this host; install "
+                               f"it (Debian: {'libjemalloc2' if name == 'jemalloc' else 'libtcmalloc-minimal4'}) "
+                               "or choose another")
+    return "system", {}
+
+
+def process_env(framework: str) -> dict[str, str]:
+    """The variables to add to a cell's process: the allocator's, and HARNESS_ALLOCATOR_USED naming it (the
+    results and the report's settings table show it)."""
+    name, env = choose(framework)
+    return {**env, "HARNESS_ALLOCATOR_USED": name}
+
+
+def available() -> dict[str, str | None]:
+    """For env.json: each preloadable allocator's path on this host (None where absent)."""
+    return {name: find_library(name) for name in LIBRARIES}

@@ -1,0 +1,74 @@
+"""The allocator each cell's process gets (harness/allocator.py): the choice, its environment, that the preload
+really takes effect in a child process, and the one-line errors for a bad HARNESS_ALLOCATOR."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from harness import allocator
+from harness.errors import HarnessError
+
+
+@pytest.fixture
+def libs(tmp_path, monkeypatch):
+    """A host whose library folder is tmp_path: add files to make an allocator 'installed'."""
+    monkeypatch.setattr(allocator, "SEARCH", (str(tmp_path),))
+    monkeypatch.delenv("HARNESS_ALLOCATOR", raising=False)
+    monkeypatch.delenv("LD_PRELOAD", raising=False)
+    return tmp_path
+
+
+def test_auto_takes_the_first_allocator_the_host_has(libs):
+    assert allocator.choose("pytorch") == ("glibc-tuned", allocator.GLIBC_TUNED)  # neither library installed
+    (libs / "libtcmalloc_minimal.so.4").write_bytes(b"")
+    assert allocator.choose("pytorch") == ("tcmalloc", {"LD_PRELOAD": str(libs / "libtcmalloc_minimal.so.4")})
+    (libs / "libjemalloc.so.2").write_bytes(b"")
+    assert allocator.choose("pytorch") == ("jemalloc", {"LD_PRELOAD": str(libs / "libjemalloc.so.2")})
+    assert allocator.choose("mindspore")[0] == allocator.PREFERENCE["mindspore"][0]
+
+
+def test_a_preload_already_set_is_kept_after_the_allocator(libs, monkeypatch):
+    (libs / "libjemalloc.so.2").write_bytes(b"")
+    monkeypatch.setenv("LD_PRELOAD", "/opt/other.so")
+    assert allocator.choose("pytorch")[1]["LD_PRELOAD"] == f"{libs / 'libjemalloc.so.2'} /opt/other.so"
+
+
+def test_harness_allocator_overrides_and_is_recorded(libs, monkeypatch):
+    monkeypatch.setenv("HARNESS_ALLOCATOR", "system")
+    assert allocator.process_env("pytorch") == {"HARNESS_ALLOCATOR_USED": "system"}
+    monkeypatch.setenv("HARNESS_ALLOCATOR", "glibc-tuned")
+    env = allocator.process_env("mindspore")
+    assert env["HARNESS_ALLOCATOR_USED"] == "glibc-tuned" and int(env["MALLOC_MMAP_THRESHOLD_"]) >= 1 << 30
+
+
+@pytest.mark.parametrize("value, words", [("jemallocc", "choose one of auto, system"),
+                                          ("jemalloc", "install it (Debian: libjemalloc2)"),
+                                          ("tcmalloc", "libtcmalloc-minimal4")])
+def test_bad_or_missing_allocator_is_one_line_naming_the_fix(libs, monkeypatch, value, words):
+    monkeypatch.setenv("HARNESS_ALLOCATOR", value)
+    with pytest.raises(HarnessError) as e:
+        allocator.choose("pytorch")
+    assert words in str(e.value) and "\n" not in str(e.value)
+
+
+def test_backends_give_their_cells_the_allocator(libs, monkeypatch):
+    from harness.frameworks import mindspore, pytorch
+
+    (libs / "libjemalloc.so.2").write_bytes(b"")
+    assert pytorch.process_env("cpu")["HARNESS_ALLOCATOR_USED"] == "jemalloc"
+    assert pytorch.process_env("cuda")["LD_PRELOAD"] == str(libs / "libjemalloc.so.2")
+    assert mindspore.process_env("cpu")["HARNESS_ALLOCATOR_USED"] == allocator.PREFERENCE["mindspore"][0]
+
+
+@pytest.mark.parametrize("name", ["jemalloc", "tcmalloc"])
+def test_the_preload_is_in_the_child_process(name, monkeypatch):
+    """Not only the variable: the library is mapped into a process started with the environment."""
+    if not allocator.find_library(name):
+        pytest.skip(f"no {name} on this host (tools/install_system_packages.sh installs it)")
+    monkeypatch.setenv("HARNESS_ALLOCATOR", name)
+    env = {**os.environ, **allocator.process_env("pytorch")}
+    maps = subprocess.run([sys.executable, "-c", "print(open('/proc/self/maps').read())"], env=env,
+                          capture_output=True, text=True, check=True).stdout
+    assert allocator.LIBRARIES[name][0].split(".so")[0] in maps
