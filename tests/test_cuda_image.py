@@ -125,6 +125,8 @@ FIXTURES = REPO / "tests" / "fixtures" / "gpu_probe"
     ("mindspore-no-cuda-home.txt", "never tried a GPU plug-in"),
     # ... and CUDA_HOME with a real nvcc 11.8 but no CUDA 11 libraries: the plug-in is tried and lacks cuBLAS.
     ("mindspore-plugin-lacks-cublas.txt", "failed for another reason than the driver's libcuda.so.1"),
+    # Recorded in the CUDA image as it was before MindSpore got a CUDA_HOME (commit 6931724): the plug-in never tried.
+    ("mindspore-image-before-fix.txt", "never tried a GPU plug-in"),
     # Recorded in the CUDA image built by tools/check_image.sh --cuda, no GPU: only the driver is missing.
     ("mindspore-image-no-driver.txt", None),
     ("pytorch-image-no-driver.txt", None),
