@@ -109,7 +109,7 @@ if [ "$check" = 1 ]; then
   pf="$(command -v python3 || command -v python3.11 || true)"
   [ -n "$pf" ] || die "--check needs python3 (3.8 or newer) to run harness/preflight; install it"
   "$pf" -c 'import sys; sys.exit(sys.version_info < (3, 8))' 2> /dev/null \
-    || die "--check needs Python 3.8 or newer; $pf is older: install a newer python3"
+    || die "--check needs Python 3.8 or newer; $pf does not run or is older: install a newer python3"
   pf_args=("$platform" --prog reproduce.sh)
   [ -z "$image" ] || pf_args+=(--image "$image")
   [ "$where" != container ] || pf_args+=(--container)

@@ -94,11 +94,13 @@ def main(argv: list[str] | None = None) -> int:
     f = host.facts
     where_text = (f"in the image {f.get('image')} ({f.get('engine') or 'no engine'})" if f.get("mode") == "container"
                   else "natively")
-    print(f"{args.prog} --check {host.platform}: {where_text}, on {platform_mod.node() or 'this host'} "
-          f"({f.get('machine', '?')})\n")
+    on = f"the recorded host {Path(args.host_dir).name}" if args.host_dir else platform_mod.node() or "this host"
+    print(f"{args.prog} --check {host.platform}: {where_text}, on {on} ({f.get('machine', '?')})\n")
     rows = evaluate(host, cuda, stacks, hostdata, steps=not args.no_step)
     print(render.table(rows))
-    sources = {**cuda.get("sources", {}), **hostdata.get("sources", {})}
+    sources = {**cuda.get("sources", {}), **hostdata.get("sources", {}),
+               **{f"ascend.toml chip.{c}": {"title": "; ".join(s["sources"]), "url": "harness/preflight/ascend.toml"}
+                  for c, s in stacks.items()}}
     extra = render.notes(rows, sources)
     if extra:
         print("\n" + extra)

@@ -56,7 +56,7 @@ def rows(host: Host, stacks: dict[str, dict[str, Any]]) -> list[Row]:
         out.append(Row("NPU chip", f"{how} -> ASCEND_CHIP={chip} ({stack})", built_for, PASS))
     else:
         out.append(Row("NPU chip", how, built_for, FAIL if npus else SKIP, fix=why if npus else ""))
-    out += _hdk_rows(host, stacks.get(chip) if chip else None)
+    out += _hdk_rows(host, {**stacks[chip], "chip": chip} if chip else None)
     return out
 
 
@@ -109,13 +109,12 @@ def _hdk_rows(host: Host, stack: dict[str, Any] | None) -> list[Row]:
     if stack is None:
         return [Row("HDK driver", drv_ver or "unknown", "the chip's minimum (chip unknown)", SKIP),
                 Row("HDK firmware", fw_pkg or fw_ver or "unknown", "the chip's minimum (chip unknown)", SKIP)]
-    src = "ascend.toml: " + "; ".join(stack["sources"][:1])
-    return [_hdk_row("HDK driver", "driver", drv_ver, stack["min_driver"], stack, src,
+    return [_hdk_row("HDK driver", "driver", drv_ver, stack["min_driver"], stack,
                      "/usr/local/Ascend/driver/version.info"),
-            _firmware_row(fw_pkg, fw_ver, drv.get("compatible_version_fw"), stack, src)]
+            _firmware_row(fw_pkg, fw_ver, drv.get("compatible_version_fw"), stack)]
 
 
-def _hdk_row(check: str, what: str, found: str | None, minimum: str, stack: dict, src: str, path: str) -> Row:
+def _hdk_row(check: str, what: str, found: str | None, minimum: str, stack: dict, path: str) -> Row:
     needed = f">= {minimum} for CANN {stack['cann']}" if minimum else f"no minimum recorded for CANN {stack['cann']}"
     if not found:
         return Row(check, f"unknown (no {path})", needed, FAIL,
@@ -123,16 +122,17 @@ def _hdk_row(check: str, what: str, found: str | None, minimum: str, stack: dict
     if not minimum:
         return Row(check, found, needed, NOTE, note=f"ascend.toml records no minimum {what} for this chip: not checked")
     ok = versions.at_least(found, minimum)
+    cite = [f"ascend.toml chip.{stack['chip']}"]
     if ok:
-        return Row(check, found, needed, PASS, note="", cite=[])
-    return Row(check, found, needed, FAIL,
-               fix=f"CANN {stack['cann']} needs HDK {minimum} or newer ({src}); this host's {what} is {found}: install "
-                   f"the Ascend HDK {minimum}+ driver and firmware for this chip, then reboot"
+        return Row(check, found, needed, PASS, cite=cite)
+    return Row(check, found, needed, FAIL, cite=cite,
+               fix=f"CANN {stack['cann']} needs HDK {minimum} or newer; this host's {what} is {found}: install the "
+                   f"Ascend HDK {minimum}+ driver and firmware for ASCEND_CHIP={stack['chip']}, then reboot"
                if ok is False else f"cannot read the {what} version {found!r}: check {path}")
 
 
-def _firmware_row(pkg: str | None, ver: str | None, drv_range: str | None, stack: dict, src: str) -> Row:
-    row = _hdk_row("HDK firmware", "firmware", pkg, stack["min_firmware"], stack, src,
+def _firmware_row(pkg: str | None, ver: str | None, drv_range: str | None, stack: dict) -> Row:
+    row = _hdk_row("HDK firmware", "firmware", pkg, stack["min_firmware"], stack,
                    "/usr/local/Ascend/firmware/version.info (package_version)")
     if ver:
         row.found = f"{pkg or '?'} (firmware {ver})"

@@ -125,7 +125,7 @@ def disk_row(host: Host, hostdata: dict[str, Any], platform: str) -> Row:
 def image_row(host: Host, platform: str) -> Row:
     f = host.facts
     image, base, n = f.get("image"), f.get("base_image"), f.get("wheelhouse_wheels", 0)
-    check = "image"
+    check = "image (present or buildable)"
     if not f.get("engine") or not host.out("engine-info").ok:
         return Row(check, f"{image}: no container engine to ask", "the image, or what builds it", SKIP)
     if host.out("image-inspect").ok:
@@ -158,6 +158,7 @@ def step_rows(host: Host, platform: str) -> list[Row]:
             out.append(Row(check, f"not run: {why}", needed, verdict, fix=fix))
             continue
         summary = step.summary(res.text)
+        short = summary if len(summary) <= 200 else summary[:197] + "..."
         if res.ok:
             out.append(Row(check, summary, needed, PASS))
             continue
@@ -166,6 +167,6 @@ def step_rows(host: Host, platform: str) -> list[Row]:
         if "invalid choice: 'preflight-step'" in res.text:
             hint = f"the image predates preflight-step: rebuild it (./reproduce.sh {platform} --build); "
         out.append(Row(check, summary, needed, FAIL,
-                       fix=f"{label} failed one training step on the {DEVICE[platform]}: {summary}; {hint}"
+                       fix=f"{label} failed one training step on the {DEVICE[platform]}: {short.rstrip('.')}; {hint}"
                            f"rerun it to see the whole output: {cmd}"))
     return out

@@ -99,8 +99,9 @@ def _driver_row(fw: dict, tk: dict, driver: str | None, banner: dict, old: list,
                         "or newer is what its libraries were built for")
     upgrade = f"install NVIDIA driver {tk['min_driver']} or newer"
     if old:
-        upgrade += (f", of branch R{limit['last_branch']} or older (R{limit['last_branch']} is the last branch for "
-                    f"{limit['architectures']}: this host has {old[0]['name']})")
+        upgrade += (f", on branch R{limit['last_branch']} or older: R{limit['last_branch']} is the last branch that "
+                    f"supports {limit['architectures']}, and this host has {old[0]['name']} (compute capability "
+                    f"{old[0]['compute_cap']})")
     return Row(check, found, needed, FAIL, cite=tk["cite"],
                fix=f"{fw['label']} needs NVIDIA driver {tk['compat_min_driver']} or newer ({tk['label']}: "
                    f"{tk['min_driver']}); this host has {driver}: {upgrade}")
@@ -108,7 +109,8 @@ def _driver_row(fw: dict, tk: dict, driver: str | None, banner: dict, old: list,
 
 def _branch_row(driver: str | None, gs: list, old: list, limit: dict) -> Row:
     check = "driver branch for the GPU architecture"
-    needed = f"R{limit['last_branch']} or older for {limit['architectures']}; any branch for newer GPUs"
+    needed = (f"R{limit['last_branch']} or older for {limit['architectures']} (compute capability below "
+              f"{limit['below_cc']}); any branch for newer GPUs")
     if not driver:
         return Row(check, "no driver version (no GPU listed)", needed, SKIP, cite=limit["cite"])
     br = versions.branch(driver)
@@ -119,8 +121,8 @@ def _branch_row(driver: str | None, gs: list, old: list, limit: dict) -> Row:
     if br is not None and br <= limit["last_branch"]:
         return Row(check, found, needed, PASS, cite=limit["cite"])
     return Row(check, found, needed, FAIL, cite=limit["cite"],
-               fix=f"driver branch R{br} does not support {old[0]['name']} ({limit['architectures']} end with "
-                   f"R{limit['last_branch']}): install a {limit['last_branch']}.xx driver")
+               fix=f"driver branch R{br} does not support {old[0]['name']}: {limit['architectures']} end with "
+                   f"R{limit['last_branch']}; install a {limit['last_branch']}.xx driver")
 
 
 def code_for(cc: str | None, sass: list[str], ptx: list[str]) -> tuple[str, str]:

@@ -3,7 +3,8 @@
 `collect()` runs the commands (each with a timeout; a program that is not installed is `Output(None)`) and reads
 the files; `Host.from_folder()` loads the same from recorded outputs, which is how the tests give the checks a
 V100 or an Ascend 910 host. A recorded host is a folder with `host.json` (platform, facts, exit codes) and one
-`<probe>.txt` per command output; tests/fixtures/preflight/README.md lists them.
+`<probe>.txt` per command output (plus `driver-version.info` / `firmware-version.info` for Ascend);
+tests/fixtures/preflight/README.md lists them.
 
 Environment read here, as reproduce.sh reads it: HARNESS_DEV_DIR (a fake /dev for tests), CONTAINER_ENGINE,
 NPU_SMI, ASCEND_CHIP, PYTHON, DOCKER_BUILDKIT.
@@ -61,7 +62,10 @@ class Host:
         meta = json.loads((folder / "host.json").read_text())
         rcs = meta.get("rc", {})
         outputs = {p.stem: Output(rcs.get(p.stem, 0), p.read_text()) for p in sorted(folder.glob("*.txt"))}
-        return cls(meta["platform"], outputs, meta.get("facts", {}))
+        facts = meta.get("facts", {})
+        for p in folder.glob("*.info"):  # driver-version.info -> facts["driver_version_info"]
+            facts[p.name.replace("-", "_").replace(".", "_")] = p.read_text()
+        return cls(meta["platform"], outputs, facts)
 
 
 def run(cmd: list[str], timeout: float = 30, env: dict[str, str] | None = None) -> Output:
