@@ -211,6 +211,10 @@ def test_ascend_x86_64_with_an_incomplete_lock_cannot_build():
     h.facts["lock_incomplete"] = "torch 2.12.0+cpu x86_64 hash from one source only"
     row = check(h, "image (")
     assert row.verdict == FAIL and "tools/lock_requirements.py --only ascend" in row.fix
+    h.facts["engine"] = None  # no engine to ask: the lock alone says this host cannot build it
+    assert check(h, "image (").verdict == FAIL
+    h.facts["lock_incomplete"] = None
+    assert check(h, "image (").verdict == SKIP
 
 
 # --- parsers, versions, data files ---------------------------------------------------------------------------------

@@ -115,6 +115,8 @@ def disk_row(host: Host, hostdata: dict[str, Any], platform: str) -> Row:
     if free is None:
         return Row("free disk", f"unreadable at {path}", needed, NOTE, note=f"could not read the free space at {path}")
     found = f"{free / 1e9:.1f} GB free at {path}"
+    if f.get("mode") == "container" and not f.get("engine"):
+        found += " (no engine to say where it keeps images)"
     if free / 1e9 >= need:
         return Row("free disk", found, needed, PASS)
     return Row("free disk", found, needed, FAIL,
@@ -126,14 +128,19 @@ def image_row(host: Host, platform: str) -> Row:
     f = host.facts
     image, base, n = f.get("image"), f.get("base_image"), f.get("wheelhouse_wheels", 0)
     check = "image (present or buildable)"
+    lock = f"requirements/{platform}.txt"
+    fix = f"run python3 tools/lock_requirements.py --only {platform} on a host that reaches that index"
     if not f.get("engine") or not host.out("engine-info").ok:
+        if f.get("lock_incomplete"):  # whatever the engine, this host cannot build the image
+            return Row(check, f"{image}: no container engine to ask; {lock} is incomplete for {f.get('machine')}",
+                       "the image, or what builds it", FAIL,
+                       fix=f"cannot build {image} here: {lock} is incomplete ({f['lock_incomplete']}); {fix}, or "
+                           "pass --image REF")
         return Row(check, f"{image}: no container engine to ask", "the image, or what builds it", SKIP)
     if host.out("image-inspect").ok:
         return Row(check, f"{image} present", "the image, or what builds it", PASS)
     needed = f"Dockerfile.{platform}, its base and the locked wheels"
     if f.get("lock_incomplete"):
-        fix = f"run python3 tools/lock_requirements.py --only {platform} on a host that reaches that index"
-        lock = f"requirements/{platform}.txt"
         return Row(check, f"{image} not built; {lock} is incomplete for {f.get('machine')}", needed, FAIL,
                    fix=f"cannot build {image}: {lock} is incomplete ({f['lock_incomplete']}); {fix}, or pass "
                        "--image REF")
