@@ -137,9 +137,8 @@ def run(cmd: list[str], cwd: str, timeout: float = TIMEOUT_S):
     """Run one step; its Output (harness.preflight.host) with the step's line first."""
     from harness.preflight.host import Output
 
-    env = {**os.environ, "GLOG_v": os.environ.get("GLOG_v", "3")}  # MindSpore: errors only in its log
-    try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=cwd, env=env, check=False)
+    try:  # MindSpore's log stays as it is: the line naming a plug-in library it could not load may be a warning
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=cwd, check=False)
     except FileNotFoundError:
         return Output(None, f"{cmd[0]} not found")
     except subprocess.TimeoutExpired:
