@@ -7,7 +7,9 @@
 # ascend  in the image of Dockerfile.ascend, every NPU and the host's NPU driver passed through.
 # --native runs cuda/ascend with the Python named by $PYTHON instead (it needs that platform's build of at
 # least one framework, torch (+ torch_npu) or mindspore; the cells of one it lacks are recorded as skipped,
-# and the script says which). --dry-run prints every command and runs none. See ARTIFACT.md.
+# and the script says which). --dry-run prints every command and runs none. --check runs the preflight
+# (harness/preflight): one table of what this host has against what the platform needs, ending with one
+# training step per framework on the device; exit 0 only when every row passes. See ARTIFACT.md.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -16,6 +18,7 @@ usage() {
   cat >&2 <<'USAGE'
 usage: ./reproduce.sh cpu|cuda|ascend [--quick|--target|--full|--companion] [--image REF] [--build] [--container|--native]
                       [--data-dir DIR] [--out DIR] [--resume] [--synthetic [DATASETS]] [--only GLOB[,GLOB]] [--dry-run]
+       ./reproduce.sh cpu|cuda|ascend --check [--image REF] [--container|--native]
 
   cpu|cuda|ascend  the platform to measure (required)
   --quick          the kick-the-tires profile (default)
@@ -38,6 +41,9 @@ usage: ./reproduce.sh cpu|cuda|ascend [--quick|--target|--full|--companion] [--i
   --only GLOB[,GLOB]
                    only the cells whose id matches one of the globs (see: python -m harness list)
   --dry-run        print the commands (build, run, report) without running them
+  --check          preflight, seconds to a minute: driver, device, container engine and toolkit, disk, image
+                   against what the platform needs, then one training step per framework on the device; one
+                   table, then one line per failure saying what to do; exit 0 only when every row passes
 
 environment: CONTAINER_ENGINE (docker or podman; default: the first that answers), SHM_SIZE (default
 16g for cuda/ascend, 2g for cpu), HARNESS_NNODES/NODE_RANK/MASTER_ADDR/MASTER_PORT (several hosts).
@@ -64,6 +70,7 @@ out=""
 image=""
 build=0
 dry=0
+check=0
 resume=0
 where=""
 data_dir="${HARNESS_DATA_DIR:-$here/data}"
@@ -89,11 +96,27 @@ while [ $# -gt 0 ]; do
     --only) [ $# -ge 2 ] || die "--only needs a pattern"; run_args+=(--only "$2"); shift ;;
     --resume) resume=1; run_args+=(--resume) ;;
     --dry-run) dry=1 ;;
+    --check) check=1 ;;
     -h|--help) usage; exit 0 ;;
     *) die "unknown option '$1'; see ./reproduce.sh --help" ;;
   esac
   shift
 done
+
+# --check: the preflight (harness/preflight), under the host's python3 (standard library only; the training
+# steps run in .venv or the image). It ends, on a host without the device, with the line that says so.
+if [ "$check" = 1 ]; then
+  pf="$(command -v python3 || command -v python3.11 || true)"
+  [ -n "$pf" ] || die "--check needs python3 (3.8 or newer) to run harness/preflight; install it"
+  "$pf" -c 'import sys; sys.exit(sys.version_info < (3, 8))' 2> /dev/null \
+    || die "--check needs Python 3.8 or newer; $pf does not run or is older: install a newer python3"
+  pf_args=("$platform" --prog reproduce.sh)
+  [ -z "$image" ] || pf_args+=(--image "$image")
+  [ "$where" != container ] || pf_args+=(--container)
+  [ "$where" != native ] || pf_args+=(--native)
+  cd "$here"
+  PYTHONPATH="$here${PYTHONPATH:+:$PYTHONPATH}" exec "$pf" -m harness.preflight "${pf_args[@]}"
+fi
 
 # Where it runs: cpu natively unless asked otherwise; cuda and ascend in their image unless --native.
 if [ -z "$where" ]; then

@@ -63,6 +63,10 @@ def _parser() -> argparse.ArgumentParser:
     rep.add_argument("runs", nargs="+", type=Path, metavar="DIR")
     rep.add_argument("--out", type=Path, help="report folder (default: FIRST_DIR/report)")
 
+    ps = sub.add_parser("preflight-step", help="one SGD step of a tiny MLP on the device (./reproduce.sh P --check)")
+    ps.add_argument("--platform", required=True, choices=PLATFORMS)
+    ps.add_argument("--framework", required=True, choices=("pytorch", "mindspore"))
+
     res = sub.add_parser("results", help="the results of a run folder")
     res.add_argument("run", type=Path, metavar="DIR")
     res.add_argument("--json", action="store_true", help="a JSON list, one object per cell and repeat")
@@ -154,6 +158,12 @@ def _results(args) -> int:
     return 0
 
 
+def _preflight_step(args) -> int:
+    from harness.preflight import step
+
+    return step.main(args.platform, args.framework)
+
+
 def _report(args) -> int:
     from harness import report
 
@@ -162,4 +172,5 @@ def _report(args) -> int:
     return 0
 
 
-COMMANDS = {"run": _run, "list": _list, "env": _env, "models": _models, "results": _results, "report": _report}
+COMMANDS = {"run": _run, "list": _list, "env": _env, "models": _models, "results": _results, "report": _report,
+            "preflight-step": _preflight_step}

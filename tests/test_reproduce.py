@@ -6,6 +6,7 @@ import os
 import shlex
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -265,3 +266,39 @@ def test_synthetic_takes_the_harness_optional_dataset_list(tmp_path, given, pass
     argv = shlex.split(next(ln for ln in proc.stdout.splitlines() if " -m harness run " in ln))
     tail = argv[argv.index("--out") + 2:]
     assert tail == [str(data) if a == "DATA" else a for a in passed]
+
+
+def _path_with_python(tmp_path: Path) -> str:
+    """_path_without_engines plus a python3 (--check runs harness/preflight with the host's python3)."""
+    path = _path_without_engines(tmp_path)
+    link = Path(path) / "python3"
+    if not link.exists():
+        link.symlink_to(os.path.realpath(getattr(sys, "_base_executable", sys.executable)))
+    return path
+
+
+@pytest.mark.parametrize("platform, last", [
+    ("cuda", "reproduce.sh: no NVIDIA GPU visible (nvidia-smi -L lists none, no {dev}/nvidia[0-9]*); run on a GPU "
+             "host with the NVIDIA driver and container toolkit, or choose cpu"),
+    ("ascend", "reproduce.sh: no Ascend NPU visible (no {dev}/davinci[0-9]*); run on an Ascend host with its driver "
+               "installed, or choose cpu"),
+])
+def test_check_without_the_device_prints_what_it_could_and_ends_with_the_no_device_line(tmp_path, platform, last):
+    proc = run(tmp_path, platform, "--check", path=_path_with_python(tmp_path))
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert lines[-1] == last.format(dev=tmp_path / "dev")
+    assert all(line.startswith("reproduce.sh: ") for line in lines)
+    assert any(line.startswith("reproduce.sh: no container engine") for line in lines)  # what it could check
+    table = proc.stdout.splitlines()
+    assert table[2].split() == ["check", "found", "needed", "verdict"]
+    assert any(line.startswith("free disk") for line in table), proc.stdout
+    assert "Traceback" not in proc.stdout + proc.stderr
+    assert not calls(tmp_path), "no engine was there to call"
+
+
+def test_check_is_in_the_usage_of_the_script_and_the_readme():
+    help_text = subprocess.run(["bash", str(SCRIPT), "--help"], capture_output=True, text=True).stderr
+    assert "--check" in help_text.splitlines()[2] and "  --check " in help_text
+    usage = next(line for line in (REPO / "README.md").read_text().splitlines() if line.startswith("`./reproduce.sh "))
+    assert "[--check]" in usage

@@ -1,0 +1,47 @@
+"""The preflight: `./reproduce.sh cpu|cuda|ascend --check` (`python3 -m harness.preflight PLATFORM`).
+
+In seconds to a minute it tells whether this host can run the artifact, as one table (check, what was found,
+what is needed, verdict), then one line per failure saying what to do; exit 0 only when every row passes.
+
+The parts, each one job behind a plain contract:
+
+    host.py       probes: runs the commands and reads the files, returns their raw text (a `Host`), or loads
+                  the same from a folder of recorded outputs (the tests' fixtures)
+    parse.py      pure parsers of that text: nvidia-smi, npu-smi info, docker info, podman version, version.info
+    versions.py   version strings compared as NVIDIA and Ascend number them
+    data.py       the minimums, from cuda.toml / ascend.toml / host.toml (every vendor fact is defined there once,
+                  with its source)
+    checks_*.py   verdicts: parsed facts + minimums -> `Row`s (no I/O)
+    render.py     the table and the failure lines
+    step.py       one SGD step of a tiny MLP in one framework on the device (runs in the venv or the image:
+                  `python -m harness preflight-step`), and how to launch it
+
+Everything but step.py's training code uses the standard library of Python 3.8 or newer, because the check runs
+before any virtual environment exists.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+PASS, NOTE, FAIL, SKIP = "pass", "pass (note)", "FAIL", "skipped"
+
+
+@dataclass
+class Row:
+    """One line of the table. `fix` (for FAIL) says what to do; `note` (for NOTE) what to keep in mind; a SKIP
+    row could not be checked because of a failure above it and needs no line of its own. `last`: print this
+    failure's line after all others (the line that says there is no device). `cite`: the sources printed
+    under the table."""
+
+    check: str
+    found: str
+    needed: str
+    verdict: str
+    fix: str = ""
+    note: str = ""
+    last: bool = False
+    cite: list = field(default_factory=list)  # names of [sources.*] in the data files behind `needed`
+
+    def ok(self) -> bool:
+        return self.verdict in (PASS, NOTE)

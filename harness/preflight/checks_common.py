@@ -1,0 +1,179 @@
+"""Verdicts every platform shares: Python and .venv (cpu natively), the container engine and its BuildKit, free
+disk against the measured build peak, the image (present, or buildable), and the training step of each
+framework. Facts from the `Host`, numbers from host.toml; no I/O here.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from typing import Any
+
+from harness.preflight import FAIL, NOTE, PASS, SKIP, Row, parse, step
+from harness.preflight.host import Host
+
+STEP_LABEL = {"pytorch": "PyTorch", "mindspore": "MindSpore"}
+DEVICE = {"cpu": "CPU", "cuda": "GPU", "ascend": "NPU"}
+
+
+def python_rows(host: Host, hostdata: dict[str, Any]) -> list[Row]:
+    """cpu natively: the .venv made from requirements/cpu.txt, and the Python 3.11 that makes it."""
+    venv = host.facts.get("venv", {})
+    want = hostdata["python"]["version"]
+    out = []
+    if venv.get("python") and venv.get("stamp_ok"):
+        out.append(Row(".venv", ".venv made from requirements/cpu.txt", "a .venv from the lock (reproduce.sh makes it)",
+                       PASS))
+    elif venv.get("python"):
+        out.append(Row(".venv", ".venv present, not made from this requirements/cpu.txt (no matching stamp)",
+                       "a .venv from the lock (reproduce.sh makes it)", NOTE,
+                       note="./reproduce.sh cpu makes .venv again from requirements/cpu.txt before it runs "
+                            "(hash-checked, about 4 GB from the PyTorch CPU index and PyPI); this check ran the one "
+                            "there now"))
+    else:
+        out.append(Row(".venv", "none yet", "a .venv from the lock (reproduce.sh makes it)", FAIL,
+                       fix="there is no .venv yet: ./reproduce.sh cpu makes it from requirements/cpu.txt first "
+                           "(about 4 GB from the network; ./reproduce.sh cpu --dry-run prints the commands), then run "
+                           "--check again"))
+    base = host.facts.get("base_python")
+    got = host.out("python-version").text.strip() if host.out("python-version").ok else ""
+    found = f"{base}: Python {got}" if base and got else f"{base}: does not run" if base else "no python3.11/python3"
+    needed = f"Python {want} ({hostdata['python'].get('why', '')}) to make .venv"
+    if got.startswith(want + ".") or got == want:
+        out.append(Row(f"Python {want}", found, needed, PASS))
+    elif venv.get("python") and venv.get("stamp_ok"):  # the .venv is made: no Python needed to make it
+        out.append(Row(f"Python {want}", found + " (not needed: .venv is made)", needed, PASS))
+    else:
+        out.append(Row(f"Python {want}", found, needed, FAIL,
+                       fix=f"install Python {want} (the lock pins wheels for CPython {want}) or set "
+                           f"PYTHON=/path/to/python{want}"))
+    return out
+
+
+def engine_rows(host: Host, hostdata: dict[str, Any], platform: str) -> list[Row]:
+    f = host.facts
+    engine, info = f.get("engine"), host.out("engine-info")
+    name = os.path.basename(engine) if engine else None
+    docker = hostdata["docker"]
+    needed = "docker (BuildKit) or podman, answering `info`"
+    if not engine:
+        tail = "; or drop --container" if platform == "cpu" else ""
+        return [Row("container engine", "neither docker nor podman answers", needed, FAIL,
+                    fix=f"no container engine: neither docker nor podman is installed and answering (docker info / "
+                        f"podman info); {docker['install']}{tail}"),
+                Row("image build (BuildKit)", "no container engine", f"docker >= {docker['buildkit_default_from']} "
+                    "or podman", SKIP)]
+    if not info.ok:
+        return [Row("container engine", f"{name}: {info.first_line() or 'not installed'}", needed, FAIL,
+                    fix=f"{name} does not answer `{name} info` ({info.first_line() or 'not found'}): "
+                        "start its service, or give your user access to it (docker: the docker group)"),
+                Row("image build (BuildKit)", f"{name} does not answer", f"docker >= {docker['buildkit_default_from']} "
+                    "or podman", SKIP)]
+    if name == "podman":
+        version = parse.podman_version(host.out("podman-version").text) or "?"
+        rows = [Row("container engine", f"podman {version}", needed, PASS)]
+        build = Row("image build (BuildKit)", f"podman {version} (builds with buildah)", "RUN --mount in Dockerfiles",
+                    NOTE, note="podman builds with buildah; CI built these Dockerfiles with buildah itself, never "
+                               "through podman")
+    else:
+        d = parse.docker_info(info.text)
+        version = d["server_version"] or "?"
+        rows = [Row("container engine", f"docker {version}", needed, PASS)]
+        buildx = parse.buildx_version(host.out("buildx").text) if host.out("buildx").ok else d["buildx"]
+        need = f"docker >= {docker['buildkit_default_from']} (BuildKit by default), for RUN --mount"
+        found = f"docker {version}" + (f", buildx {buildx}" if buildx else ", no buildx")
+        mm = parse.major_minor(version)
+        if mm and mm >= parse.major_minor(docker["buildkit_default_from"]):
+            build = Row("image build (BuildKit)", found, need, PASS, cite=docker.get("cite", []))
+        elif buildx and f.get("env", {}).get("DOCKER_BUILDKIT") == "1":
+            build = Row("image build (BuildKit)", found + ", DOCKER_BUILDKIT=1", need, PASS,
+                        cite=docker.get("cite", []))
+        elif host.out("image-inspect").ok:
+            build = Row("image build (BuildKit)", found, need, NOTE, cite=docker.get("cite", []),
+                        note=f"the image is there, so nothing is built; to rebuild it: {docker['buildkit_fix']}")
+        else:
+            build = Row("image build (BuildKit)", found, need, FAIL, cite=docker.get("cite", []),
+                        fix=f"docker {version} builds without BuildKit, which the Dockerfiles' RUN --mount needs: "
+                            f"{docker['buildkit_fix']}")
+    return rows + [build]
+
+
+def disk_row(host: Host, hostdata: dict[str, Any], platform: str) -> Row:
+    f = host.facts
+    d = hostdata["disk"][platform]
+    if f.get("mode") == "native" and platform == "cpu":
+        ready = f.get("venv", {}).get("python") and f.get("venv", {}).get("stamp_ok")
+        need, basis = (d["run_gb"], d["run_basis"]) if ready else (d["native_gb"], d["native_basis"])
+    elif f.get("mode") == "native":
+        need, basis = d["run_gb"], d["run_basis"]
+    elif host.out("image-inspect").ok:
+        need, basis = d["run_gb"], "the image is there; " + d["run_basis"]
+    else:
+        need, basis = d["build_gb"], d["build_basis"]
+    free, path = f.get("free_bytes"), f.get("disk_path", "?")
+    needed = f">= {need} GB ({basis})"
+    if free is None:
+        return Row("free disk", f"unreadable at {path}", needed, NOTE, note=f"could not read the free space at {path}")
+    found = f"{free / 1e9:.1f} GB free at {path}"
+    if f.get("mode") == "container" and not f.get("engine"):
+        found += " (no engine to say where it keeps images)"
+    if free / 1e9 >= need:
+        return Row("free disk", found, needed, PASS)
+    return Row("free disk", found, needed, FAIL,
+               fix=f"{path} has {free / 1e9:.1f} GB free, {need} GB are needed ({basis}): free "
+                   f"{need - free / 1e9:.1f} GB there, or move the engine's storage to a larger disk")
+
+
+def image_row(host: Host, platform: str) -> Row:
+    f = host.facts
+    image, base, n = f.get("image"), f.get("base_image"), f.get("wheelhouse_wheels", 0)
+    check = "image (present or buildable)"
+    lock = f"requirements/{platform}.txt"
+    fix = f"run python3 tools/lock_requirements.py --only {platform} on a host that reaches that index"
+    if not f.get("engine") or not host.out("engine-info").ok:
+        if f.get("lock_incomplete"):  # whatever the engine, this host cannot build the image
+            return Row(check, f"{image}: no container engine to ask; {lock} is incomplete for {f.get('machine')}",
+                       "the image, or what builds it", FAIL,
+                       fix=f"cannot build {image} here: {lock} is incomplete ({f['lock_incomplete']}); {fix}, or "
+                           "pass --image REF")
+        return Row(check, f"{image}: no container engine to ask", "the image, or what builds it", SKIP)
+    if host.out("image-inspect").ok:
+        return Row(check, f"{image} present", "the image, or what builds it", PASS)
+    needed = f"Dockerfile.{platform}, its base and the locked wheels"
+    if f.get("lock_incomplete"):
+        return Row(check, f"{image} not built; {lock} is incomplete for {f.get('machine')}", needed, FAIL,
+                   fix=f"cannot build {image}: {lock} is incomplete ({f['lock_incomplete']}); {fix}, or pass "
+                       "--image REF")
+    base_state = "present" if host.out("base-inspect").ok else "pulled from its registry (network)"
+    wheels = f"wheelhouse/{platform} ({n} wheels, offline)" if n else "the indexes the lock names (network)"
+    return Row(check, f"{image} not built; base {base}: {base_state}; wheels from {wheels}", needed, NOTE,
+               note=f"./reproduce.sh {platform} builds {image} before its first run (--build forces it)")
+
+
+def step_rows(host: Host, platform: str) -> list[Row]:
+    out = []
+    for fw in step.FRAMEWORKS:
+        label = STEP_LABEL[fw] + (" + torch_npu" if (fw, platform) == ("pytorch", "ascend") else "")
+        check = f"training step: {label}"
+        needed = f"one SGD step of a tiny MLP on the {DEVICE[platform]}"
+        res = host.out(f"step-{fw}")
+        why = host.facts.get("step_not_run", {}).get(fw)
+        if res.rc is None and why:
+            verdict = FAIL if why.startswith("image") else SKIP
+            fix = (f"{why}: build it (./reproduce.sh {platform} --build), then run --check again" if verdict == FAIL
+                   else "")
+            out.append(Row(check, f"not run: {why}", needed, verdict, fix=fix))
+            continue
+        summary = step.summary(res.text)
+        short = summary if len(summary) <= 200 else summary[:197] + "..."
+        if res.ok:
+            out.append(Row(check, summary, needed, PASS))
+            continue
+        cmd = shlex.join(host.facts.get("step_cmd", {}).get(fw, [])) or "python -m harness preflight-step"
+        hint = ""
+        if "invalid choice: 'preflight-step'" in res.text:
+            hint = f"the image predates preflight-step: rebuild it (./reproduce.sh {platform} --build); "
+        out.append(Row(check, summary, needed, FAIL,
+                       fix=f"{label} failed one training step on the {DEVICE[platform]}: {short.rstrip('.')}; {hint}"
+                           f"rerun it to see the whole output: {cmd}"))
+    return out
