@@ -16,14 +16,14 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
 usage() {
   cat >&2 <<'USAGE'
-usage: ./reproduce.sh cpu|cuda|ascend [--quick|--target|--full|--companion] [--image REF] [--build] [--container|--native]
+usage: ./reproduce.sh cpu|cuda|ascend [--quick|--target|--full|--companion|--profile NAME] [--image REF] [--build] [--container|--native]
                       [--data-dir DIR] [--out DIR] [--resume] [--synthetic [DATASETS]] [--only GLOB[,GLOB]] [--dry-run]
        ./reproduce.sh cpu|cuda|ascend --check [--image REF] [--container|--native]
 
   cpu|cuda|ascend  the platform to measure (required)
   --quick          the kick-the-tires profile (default)
   --target         time to target: GCN to 70% and the GRU to BLEU 10 on the real data, sized for a 2-core
-                   CPU (about an hour there), each cell stopping at its target
+                   CPU (measured there: 19 min 47 s), each cell stopping at its target
   --full           the paper's scale;  --companion: the companion studies at their scale
   --profile NAME   any profile of harness/matrix.toml (python -m harness list --profile NAME)
   --image REF      the container image to run (default: ms-pt-harness:PLATFORM, built when missing)

@@ -69,10 +69,11 @@ EXPECTED = {
                                   "training step: PyTorch": SKIP},
                       ["no container engine", "no NVIDIA GPU visible"]),
     "910-old-hdk": ("ascend", 2, {"NPU device files": PASS, "device access": PASS, "npu-smi": PASS, "NPU chip": PASS,
-                                  "HDK driver": FAIL, "HDK firmware": FAIL},
-                    ["CANN 9.1.0 needs HDK 25.2 or newer; this host's driver is 23.0.5",
-                     "this host's firmware is 23.0.5", "install the Ascend HDK 25.2+ driver and firmware"]),
-    "910b-hdk-25.2": ("ascend", 0, {"NPU chip": PASS, "HDK driver": PASS, "HDK firmware": PASS,
+                                  # ascend.toml: no published minimum firmware was found, so it is not checked
+                                  "HDK driver": FAIL, "HDK firmware": NOTE},
+                    ["CANN 9.1.0 needs HDK 25.2.0 or newer; this host's driver is 23.0.5",
+                     "install the Ascend HDK 25.2.0+ driver and firmware"]),
+    "910b-hdk-25.2": ("ascend", 0, {"NPU chip": PASS, "HDK driver": PASS, "HDK firmware": NOTE,
                                     "training step: PyTorch + torch_npu": PASS, "training step: MindSpore": PASS}, []),
 }
 
@@ -198,7 +199,7 @@ def test_ascend_chip_without_an_image_and_forced_chip():
     h = host("910b-hdk-25.2")
     h.outputs["npu-smi-info"].text = (REPO / "tests/fixtures/npusmi/310p3_info.txt").read_text()
     row = check(h, "NPU chip")
-    assert row.verdict == FAIL and "has no image here" in row.fix and "910b (910B1/910B2/910B3/910B4)" in row.fix
+    assert row.verdict == FAIL and "has no image here" in row.fix and "910b (910B1/910B2" in row.fix
     h.facts["env"] = {"ASCEND_CHIP": "910"}
     assert check(h, "NPU chip").verdict == PASS
     h.facts["env"] = {"ASCEND_CHIP": "310p"}
@@ -294,7 +295,7 @@ def test_a_data_file_missing_a_key_is_one_clear_error(tmp_path):
     for name in ("cuda.toml", "host.toml", "ascend.toml"):
         shutil.copy(REPO / "harness" / "preflight" / name, tmp_path / name)
     ascend = (tmp_path / "ascend.toml").read_text()
-    (tmp_path / "ascend.toml").write_text(ascend.replace('min_firmware = "25.2"\n', "", 1))
+    (tmp_path / "ascend.toml").write_text(re.sub(r'^min_firmware = .*\n', "", ascend, count=1, flags=re.M))
     with pytest.raises(data.DataError, match=r"\[chip\.910\]: needs `min_firmware`"):
         data.ascend(tmp_path)
     (tmp_path / "cuda.toml").write_text((tmp_path / "cuda.toml").read_text()
@@ -308,7 +309,7 @@ def test_ascend_toml_chips_match_reproduce_sh():
     script = (REPO / "reproduce.sh").read_text()
     assert "910A|910B|910ProA|910ProB|910PremiumA) chip=910" in script and "910B[1-4]*) chip=910b" in script
     assert STACKS["910"]["npu_smi_names"] == ["910A", "910B", "910ProA", "910ProB", "910PremiumA"]
-    assert STACKS["910b"]["npu_smi_names"] == [f"910B{i}" for i in range(1, 5)]
+    assert all(re.fullmatch(r"910B[1-4].*", name) for name in STACKS["910b"]["npu_smi_names"])
 
 
 # --- the training step -------------------------------------------------------------------------------------------

@@ -137,7 +137,7 @@ def _firmware_row(pkg: str | None, ver: str | None, drv_range: str | None, stack
     if ver:
         row.found = f"{pkg or '?'} (firmware {ver})"
     rng = parse.version_range(drv_range)
-    if row.verdict == PASS and ver and rng and versions.in_range(ver, *rng) is False:
+    if row.verdict in (PASS, NOTE) and ver and rng and versions.in_range(ver, *rng) is False:
         row.verdict = FAIL
         row.fix = (f"the installed driver accepts firmware {rng[0]} to {rng[1]} (compatible_version_fw), this host has "
                    f"{ver}: install the firmware of the driver's HDK release, then reboot")
