@@ -21,7 +21,8 @@ import os
 import platform as _platform
 from pathlib import Path
 
-# Measured on the 2-core x86_64 machine, process level (benchmarks/process_gap.py; ARTIFACT.md, *Allocator*).
+# PyTorch: jemalloc first, as its CPU tuning guide recommends; MindSpore: left alone (its runtime pools memory).
+# What was measured for each, process level, is in ARTIFACT.md (*Memory allocator*; benchmarks/process_gap.py).
 PREFERENCE: dict[str, tuple[str, ...]] = {
     "pytorch": ("jemalloc", "tcmalloc", "glibc-tuned"),
     "mindspore": ("system",),
