@@ -16,8 +16,8 @@ for line in open(sys.argv[1]):
 for line in open(sys.argv[1]):
     r = json.loads(line)
     why = [l for l in r["output"].splitlines() if re.search(r"libmindspore_gpu|NVIDIA driver|libcuda", l)]
-    print(f"check_image: {r[\"framework\"]} on the GPU without a driver: fails for the driver alone:", (why or [r["verdict"]])[-1][:300],
-          file=sys.stderr)' "$runs/gpu_probe.jsonl"
+    print("check_image:", r["framework"], "on the GPU without a driver fails for the driver alone:",
+          (why or [r["verdict"]])[-1][:300], file=sys.stderr)' "$runs/gpu_probe.jsonl"
   # torch.cuda.get_arch_list() is empty without a GPU (it asks is_available() first); the list it would
   # return is the build's, which torch._C._cuda_getArchFlags() gives without a device.
   arch="$(inside python -c 'import torch; print(torch.__version__, torch.version.cuda, torch.backends.cudnn.version(), torch._C._cuda_getArchFlags())')" \
