@@ -30,6 +30,7 @@ import sys
 import tempfile
 import time
 import tomllib
+from functools import partial
 from pathlib import Path
 from statistics import median
 
@@ -165,8 +166,8 @@ def main() -> int:
             b = cell.spec["hparams"].get("batch", "full")
             name = f"{cell.model} b{b} {cell.framework} {cell.mode} amp-{cell.amp}"
             try:
-                pairs = alternate(lambda: harness_turn(cell.id, a.profile, mfile, a.allocator, a.data_dir),
-                                  lambda: reference_turn(cell.id, a.profile, mfile, a.data_dir), a.rounds)
+                pairs = alternate(partial(harness_turn, cell.id, a.profile, mfile, a.allocator, a.data_dir),
+                                  partial(reference_turn, cell.id, a.profile, mfile, a.data_dir), a.rounds)
             except RuntimeError as e:
                 print(f"{name:<40} failed: {e}", flush=True)
                 rows.append({"cell": cell.id, "batch": b, "status": "failed", "error": str(e)})
