@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# Debian packages the test suite needs beyond Python: pdflatex (report.tex must compile), Chromium (report.html
-# must load without console errors), buildah and debootstrap (the CPU image is built and run). Installs what is
-# missing when run as root with apt-get (CI, a fresh Debian/Ubuntu box); otherwise says what to install.
+# Debian packages the test suite needs beyond Python: Debian's python3.11 with its venv module (tox's `test`
+# environment runs the suite under /usr/bin/python3.11, the Python the CPU and CUDA images ship), pdflatex
+# (report.tex must compile), Chromium (report.html must load without console errors), buildah and debootstrap (the
+# CPU image is built and run). Installs what is missing when run as root with apt-get (CI, a fresh Debian/Ubuntu
+# box); otherwise says what to install.
 set -euo pipefail
 
 need=()
+/usr/bin/python3.11 -c 'import ensurepip, venv' 2>/dev/null || need+=(python3.11 python3.11-venv)
 command -v pdflatex >/dev/null || need+=(texlive-latex-base texlive-latex-recommended texlive-fonts-recommended)
 command -v chromium >/dev/null || need+=(chromium)
 command -v buildah >/dev/null || need+=(buildah)
