@@ -1,66 +1,32 @@
 """CIFAR-10 loader (on files written in the official python-pickle format), synthetic stand-in, and the
 framework-neutral parts of ResNet50 (augmentation, schedule, weights)."""
 
-import io
-import pickle
-import tarfile
-
 import numpy as np
 import pytest
 
-from harness.data import cifar10
+from harness.data import cifar10, fixtures
 from harness.models import resnet50 as rn
-
-
-def _official_batch(rng, n, label):
-    images = rng.randint(0, 256, (n, 32, 32, 3)).astype(np.uint8)
-    labels = rng.randint(0, 10, n).tolist()
-    rows = images.transpose(0, 3, 1, 2).reshape(n, 3072)  # row = 1024 red, 1024 green, 1024 blue, row-major
-    batch = {b"batch_label": label.encode(), b"labels": labels, b"data": rows,
-             b"filenames": [f"img_{i}.png".encode() for i in range(n)]}
-    return batch, images, np.array(labels)
-
-
-def _write_official(folder, rng, n=20, as_tarball=False):
-    """Small files laid out and pickled as in cifar-10-python.tar.gz (protocol 2, as the Python 2 originals)."""
-    files, train_imgs, train_lbls = {}, [], []
-    for i in range(1, 6):
-        batch, imgs, lbls = _official_batch(rng, n, f"training batch {i} of 5")
-        files[f"data_batch_{i}"] = batch
-        train_imgs.append(imgs)
-        train_lbls.append(lbls)
-    files["test_batch"], test_imgs, test_lbls = _official_batch(rng, n, "testing batch 1 of 1")
-    names = [b"airplane", b"automobile", b"bird", b"cat", b"deer", b"dog", b"frog", b"horse", b"ship", b"truck"]
-    files["batches.meta"] = {b"num_cases_per_batch": n, b"label_names": names, b"num_vis": 3072}
-    if as_tarball:
-        with tarfile.open(folder / cifar10.TARBALL, "w:gz") as tar:
-            for name, obj in files.items():
-                blob = pickle.dumps(obj, protocol=2)
-                info = tarfile.TarInfo(f"{cifar10.MEMBER_DIR}/{name}")
-                info.size = len(blob)
-                tar.addfile(info, io.BytesIO(blob))
-    else:
-        (folder / cifar10.MEMBER_DIR).mkdir(parents=True)
-        for name, obj in files.items():
-            (folder / cifar10.MEMBER_DIR / name).write_bytes(pickle.dumps(obj, protocol=2))
-    return np.concatenate(train_imgs), np.concatenate(train_lbls), test_imgs, test_lbls
 
 
 @pytest.mark.parametrize("as_tarball", [False, True])
 def test_load_decodes_the_official_format(tmp_path, as_tarball):
-    train_x, train_y, test_x, test_y = _write_official(tmp_path, np.random.RandomState(0), as_tarball=as_tarball)
+    fx = fixtures.cifar10(tmp_path, np.random.RandomState(0), n=20, as_tarball=as_tarball)
+    e = fx.expected
     d = cifar10.load(tmp_path)
     assert d["train_x"].shape == (100, 32, 32, 3) and d["train_x"].dtype == np.uint8
-    np.testing.assert_array_equal(d["train_x"], train_x)
-    np.testing.assert_array_equal(d["train_y"], train_y)
-    np.testing.assert_array_equal(d["test_x"], test_x)
-    np.testing.assert_array_equal(d["test_y"], test_y)
+    np.testing.assert_array_equal(d["train_x"], e["train_x"])
+    np.testing.assert_array_equal(d["train_y"], e["train_y"])
+    np.testing.assert_array_equal(d["test_x"], e["test_x"])
+    np.testing.assert_array_equal(d["test_y"], e["test_y"])
     assert d["train_y"].dtype == np.int64 and d["num_classes"] == 10 and d["label_names"][9] == "truck"
-    np.testing.assert_allclose(d["mean"], (train_x / 255.0).mean((0, 1, 2)), rtol=1e-5)
-    np.testing.assert_allclose(d["std"], (train_x / 255.0).std((0, 1, 2)), rtol=1e-4)
+    np.testing.assert_allclose(d["mean"], (e["train_x"] / 255.0).mean((0, 1, 2)), rtol=1e-5)
+    np.testing.assert_allclose(d["std"], (e["train_x"] / 255.0).std((0, 1, 2)), rtol=1e-4)
     if as_tarball:  # extracted once, beside the tarball; a second load reads the extracted files
         assert (tmp_path / cifar10.MEMBER_DIR / "test_batch").exists()
-        np.testing.assert_array_equal(cifar10.load(tmp_path)["test_x"], test_x)
+        assert sorted(p.name for p in (tmp_path / cifar10.MEMBER_DIR).iterdir()) == sorted(
+            [*cifar10.TRAIN_BATCHES, cifar10.TEST_BATCH, cifar10.META, "readme.html"])
+        assert not list(tmp_path.glob(".extract.*"))
+        np.testing.assert_array_equal(cifar10.load(tmp_path)["test_x"], e["test_x"])
 
 
 def test_files_pin_the_official_tarball():

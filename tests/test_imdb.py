@@ -1,52 +1,41 @@
 """aclImdb: both accepted layouts, verified; the LSTM's tokenisation, train-only vocabulary, padding and masking."""
 
-import hashlib
-import io
 import tarfile
 
 import numpy as np
 import pytest
 
-from harness.data import imdb
+from harness.data import fixtures, imdb
 from harness.errors import HarnessError
 from harness.models import lstm
 
 
-def _tarball(path, members: dict[str, str]) -> str:
-    with tarfile.open(path, "w:gz") as tar:
-        for name, text in members.items():
-            raw = text.encode()
-            info = tarfile.TarInfo(name)
-            info.size = len(raw)
-            tar.addfile(info, io.BytesIO(raw))
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def _reviews(split):
-    return {f"aclImdb/{split}/pos/0_9.txt": "Great film!", f"aclImdb/{split}/neg/0_1.txt": "Awful.<br />Bad.",
-            f"aclImdb/{split}/neg/1_2.txt": "Bad bad", "aclImdb/README": "x"}
-
-
 def test_the_official_tarball_is_verified_and_read(tmp_path, monkeypatch):
-    sha = _tarball(tmp_path / imdb.OFFICIAL, {**_reviews("train"), **_reviews("test")})
-    monkeypatch.setattr(imdb, "FILES", {imdb.OFFICIAL: sha})
-    monkeypatch.setattr(imdb, "SIZES", {"train": 3, "test": 3})
+    fx = fixtures.imdb(tmp_path, np.random.RandomState(0), per_class=12, layout="official")
+    monkeypatch.setattr(imdb, "FILES", fx.pins)
+    monkeypatch.setattr(imdb, "SIZES", {"train": 24, "test": 24})
     assert imdb.prepare(tmp_path, allow_download=False) == tmp_path
     d = imdb.load(tmp_path)
-    assert d["train"]["text"] == ["Awful.<br />Bad.", "Bad bad", "Great film!"]  # by (label, id): negatives first
-    assert d["train"]["label"].tolist() == [0, 0, 1]
+    assert d["train"]["text"] == fx.expected["train"]["text"] and d["test"]["text"] == fx.expected["test"]["text"]
+    assert d["train"]["label"].tolist() == [0] * 12 + [1] * 12  # by (label, numeric id): negatives first
+    with tarfile.open(tmp_path / imdb.OFFICIAL) as tar:  # the unlabelled reviews were there, and left out
+        assert "aclImdb/train/unsup/0_0.txt" in tar.getnames()
+        first_neg = next(n for n in tar.getnames() if n.startswith("aclImdb/train/neg/0_"))
+        assert d["train"]["text"][0] == tar.extractfile(first_neg).read().decode()
     monkeypatch.setattr(imdb, "FILES", {imdb.OFFICIAL: "0" * 64})
     with pytest.raises(HarnessError, match="wrong sha256"):
         imdb.prepare(tmp_path, allow_download=False)
 
 
 def test_the_split_tarballs_are_verified_member_by_member(tmp_path, monkeypatch):
-    shas = {name: _tarball(tmp_path / name, _reviews(split))
-            for name, split in (("aclImdb_train_v1.tar.gz", "train"), ("aclImdb_test_v1.tar.gz", "test"))}
-    monkeypatch.setattr(imdb, "SPLIT_FILES", shas)
-    monkeypatch.setattr(imdb, "SIZES", {"train": 3, "test": 3})
+    fx = fixtures.imdb(tmp_path, np.random.RandomState(0), per_class=12, layout="split")
+    monkeypatch.setattr(imdb, "SPLIT_FILES", fx.pins)
+    monkeypatch.setattr(imdb, "SIZES", {"train": 24, "test": 24})
     imdb.prepare(tmp_path, allow_download=False)
-    (tmp_path / "aclImdb_test_v1.members.sha256").write_text(f"{'0' * 64}  aclImdb/test/pos/0_9.txt\n")
+    assert imdb.load(tmp_path)["test"]["text"] == fx.expected["test"]["text"]
+    listing = tmp_path / "aclImdb_test_v1.members.sha256"
+    name = next(line.split("  ")[1] for line in listing.read_text().splitlines() if "/pos/" in line)
+    listing.write_text(f"{'0' * 64}  {name}\n")
     with pytest.raises(HarnessError, match="does not match its sha256"):
         imdb.load(tmp_path)
     (tmp_path / "aclImdb_test_v1.tar.gz").unlink()

@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
-# Debian packages the test suite needs beyond Python: pdflatex (report.tex must compile), Chromium (report.html
-# must load without console errors), buildah and debootstrap (the CPU image is built and run), jemalloc and tcmalloc. Installs what is
+# Debian packages the test suite needs beyond Python: Debian's python3.11 with its venv module (tox's `test`
+# environment runs the suite under /usr/bin/python3.11, the Python the CPU and CUDA images ship), pdflatex
+# (report.tex must compile), Chromium (report.html must load without console errors), buildah and debootstrap (the
+# CPU image is built and run), jemalloc and tcmalloc (preloaded for real by the allocator tests). Installs what is
 # missing when run as root with apt-get (CI, a fresh Debian/Ubuntu box); otherwise says what to install.
 set -euo pipefail
 
 need=()
+/usr/bin/python3.11 -c 'import ensurepip, venv' 2>/dev/null || need+=(python3.11 python3.11-venv)
 command -v pdflatex >/dev/null || need+=(texlive-latex-base texlive-latex-recommended texlive-fonts-recommended)
 command -v chromium >/dev/null || need+=(chromium)
 command -v buildah >/dev/null || need+=(buildah)
 command -v debootstrap >/dev/null || need+=(debootstrap)
 # jemalloc and tcmalloc: the allocator tests preload them for real (harness/allocator.py), and the native cells of
-# tools/check_main.sh get PyTorch's measured choice, as the images do.
+# tools/check_main.sh get PyTorch's choice, as the images do.
 [ -e "/usr/lib/$(uname -m)-linux-gnu/libjemalloc.so.2" ] || need+=(libjemalloc2)
 [ -e "/usr/lib/$(uname -m)-linux-gnu/libtcmalloc_minimal.so.4" ] || need+=(libtcmalloc-minimal4)
 [ ${#need[@]} -eq 0 ] && exit 0

@@ -2,9 +2,10 @@
 
 FILES pins the official tarball, as published (its sha256 is what Keras' cifar10.load_data checks; the
 md5 torchvision checks is c58f30108f718f92721af3b95e74349a). The harness verifies the tarball before
-load(); load() extracts `cifar-10-batches-py/` beside it once (later loads reuse the extracted folder)
-and reads data_batch_1..5 and test_batch, each a pickled dict with b'data' (10000, 3072) uint8 rows of
-red, green and blue 32x32 planes and b'labels' (10000 ints).
+load(); load() extracts `cifar-10-batches-py/` beside it once (later loads reuse the extracted folder; a
+read-only data folder is extracted to a temporary directory for each load), its regular files only, on every
+Python 3.11 (harness/data/archive.py), and reads data_batch_1..5 and test_batch, each a pickled dict with
+b'data' (10000, 3072) uint8 rows of red, green and blue 32x32 planes and b'labels' (10000 ints).
 
 Returns numpy arrays only, so both frameworks are fed the very same values:
     train_x (50000, 32, 32, 3) uint8 (NHWC, as decoded), train_y (50000,) int64
@@ -18,11 +19,13 @@ from __future__ import annotations
 import os
 import pickle
 import shutil
-import tarfile
 import tempfile
 from pathlib import Path
 
 import numpy as np
+
+from harness.data import archive
+from harness.errors import HarnessError
 
 FOLDER = "cifar10"
 TARBALL = "cifar-10-python.tar.gz"
@@ -35,19 +38,23 @@ META = "batches.meta"
 NUM_CLASSES = 10
 
 
-def extract(folder: Path) -> Path:
-    """Extract the tarball's `cifar-10-batches-py/` into folder (once) and return that directory.
-    Extraction goes to a temporary directory first, so an interrupted run never leaves half a folder."""
+def extract(folder: Path, into: Path | None = None) -> Path:
+    """Extract the tarball's `cifar-10-batches-py/` into folder (or `into`) once and return that directory.
+    Extraction goes to a temporary directory first, so an interrupted run never leaves half a folder. Only its
+    regular files are extracted, on every Python 3.11 (harness/data/archive.py: Debian bookworm's 3.11.2 has no
+    tarfile data filter)."""
     folder = Path(folder)
-    out = folder / MEMBER_DIR
+    into = folder if into is None else Path(into)
+    out = into / MEMBER_DIR
     if (out / TEST_BATCH).exists():
         return out
-    tmp = Path(tempfile.mkdtemp(dir=folder, prefix=".extract."))
+    tmp = Path(tempfile.mkdtemp(dir=into, prefix=".extract."))
     try:
-        with tarfile.open(folder / TARBALL, "r:gz") as tar:
-            members = [m for m in tar.getmembers()
-                       if m.isfile() and Path(m.name).parts[:1] == (MEMBER_DIR,) and ".." not in Path(m.name).parts]
-            tar.extractall(tmp, members=members, filter="data")
+        names = archive.extract(folder / TARBALL, tmp, MEMBER_DIR)  # links, devices, `..` refused (archive.py)
+        missing = [n for n in [*TRAIN_BATCHES, TEST_BATCH, META] if f"{MEMBER_DIR}/{n}" not in names]
+        if missing:
+            raise HarnessError(f"data: {folder / TARBALL} has no {MEMBER_DIR}/{missing[0]}; it is not the "
+                               f"official CIFAR-10 python tarball; delete it and fetch it again")
         if out.exists():
             shutil.rmtree(out)
         os.replace(tmp / MEMBER_DIR, out)
@@ -69,7 +76,14 @@ def _decode(batch: dict) -> tuple[np.ndarray, np.ndarray]:
 
 def load(folder: Path) -> dict:
     folder = Path(folder)
-    src = folder / MEMBER_DIR if (folder / MEMBER_DIR / TEST_BATCH).exists() else extract(folder)
+    if (folder / MEMBER_DIR / TEST_BATCH).exists() or os.access(folder, os.W_OK):
+        return _read(extract(folder))
+    # A read-only data folder (a `-v data:/data:ro` mount) that was never extracted: extract for this load only.
+    with tempfile.TemporaryDirectory(prefix="cifar10.") as tmp:
+        return _read(extract(folder, into=Path(tmp)))
+
+
+def _read(src: Path) -> dict:
     train = [_decode(_unpickle(src / name)) for name in TRAIN_BATCHES]
     test_x, test_y = _decode(_unpickle(src / TEST_BATCH))
     names = [n.decode() for n in _unpickle(src / META)[b"label_names"]]
