@@ -15,6 +15,8 @@
 #  4. wheels   tools/wheelhouse.sh cpu (cuda): the lock's wheels, hash-checked, into wheelhouse/cpu (cuda)
 #  5. build    buildah bud -f Dockerfile.cpu (.cuda) --build-arg BASE_IMAGE=<that base> (vfs storage, chroot
 #              isolation), then its size and OCI labels
+#  5a. container  a working container of the image (buildah from; vfs copies the image's files), whose user must
+#              not be root
 #  5b. cuda    --cuda only, no GPU needed: torch's compiled architectures include sm_70 and sm_90; ldd
 #              resolves every library of MindSpore's libmindspore_gpu.so.11.6 from the image, its CUDA ones
 #              from /usr/local/cuda/lib64, except libcuda.so.1 (the host driver's, mounted by the NVIDIA
@@ -74,8 +76,8 @@ phase() {  # phase NAME: close the running phase under NAME
 summary() {
   local i
   echo "check_image: phase times (s):" >&2
-  for i in "${!phase_names[@]}"; do printf '  %-8s %5d\n' "${phase_names[$i]}" "${phase_secs[$i]}" >&2; done
-  printf '  %-8s %5d\n' total $(( $(date +%s) - t_start )) >&2
+  for i in "${!phase_names[@]}"; do printf '  %-9s %5d\n' "${phase_names[$i]}" "${phase_secs[$i]}" >&2; done
+  printf '  %-9s %5d\n' total $(( $(date +%s) - t_start )) >&2
 }
 fail() { echo "check_image: FAILED: $*" >&2; summary; exit 1; }
 unavailable() {  # the check cannot run on this host: one line; an error only in CI
@@ -180,6 +182,7 @@ cleanup() {
 trap cleanup EXIT
 inside() { "${buildah[@]}" run --isolation chroot "${mounts[@]}" "$ctr" -- "$@"; }
 inside id -u | grep -qv '^0$' || fail "the image runs as root; it must run as its non-root user"
+phase container
 if [ "$platform" = cuda ]; then
   # shellcheck source=tools/check_cuda_image.sh
   source "$root/tools/check_cuda_image.sh"
