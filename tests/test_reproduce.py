@@ -252,6 +252,31 @@ def test_check_image_without_buildah_says_so_in_one_line(tmp_path, ci, code):
     assert len(lines) == 1 and lines[0].startswith("check_image: skipped: no buildah debootstrap"), proc.stderr
 
 
+def test_check_image_runs_a_cell_of_every_model_and_reads_every_dataset_in_the_image():
+    """What ships in an image is tested in it: check_image.sh's default globs select, in the quick profile, a cell of
+    every model of the matrix (both frameworks across them), and tools/check_datasets.py covers every dataset."""
+    import re
+    import sys
+
+    from harness import matrix as matrix_mod
+
+    sys.path.insert(0, str(REPO / "tools"))
+    try:
+        from check_datasets import DATASETS
+    finally:
+        sys.path.remove(str(REPO / "tools"))
+    script = (REPO / "tools" / "check_image.sh").read_text()
+    globs = {name: re.search(rf"^{name}='([^']+)'$", script, re.M).group(1) for name in ("only", "models")}
+    m = matrix_mod.load()
+    models = m.data["models"]
+    cells = [c for g in globs.values() for c in m.expand("quick", g)]
+    assert {c.model for c in cells} == set(models) == {"gcn", "resnet50", "gru", "googlenet", "lstm"}
+    others = m.expand("quick", globs["models"])
+    assert len(others) == 4 and {c.framework for c in others} == {"pytorch", "mindspore"}
+    assert set(DATASETS) == {spec["dataset"] for spec in models.values()}
+    assert "inside python /tools/check_datasets.py" in script and 'run_cells models "$models"' in script
+
+
 @pytest.mark.parametrize("given, passed", [
     (["--synthetic"], ["--synthetic"]),
     (["--synthetic", "cifar10"], ["--data-dir", "DATA", "--download", "--synthetic", "cifar10"]),

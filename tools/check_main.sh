@@ -3,7 +3,8 @@
 # report rendered. It runs ./reproduce.sh cpu in this checkout (CI's is a fresh clone, so .venv is made from the
 # lock exactly as a newcomer's is) with a PATH that holds no virtual environment (tox puts its own on PATH, which
 # once hid a launcher found by name), on a slice with a scaling cell of each framework: real Cora from
-# ../shared/data (or $HARNESS_DATA_DIR), synthetic CIFAR-10.
+# ../shared/data (or $HARNESS_DATA_DIR), synthetic CIFAR-10. Then every dataset's loader on format-faithful fixtures
+# under that .venv's Python (tools/check_datasets.py).
 #
 #   tools/check_main.sh [extra reproduce.sh options]        (tox -e main; about 5 minutes on 2 cores)
 set -euo pipefail
@@ -65,3 +66,9 @@ if problems:
     sys.exit("check_main.sh: FAILED: " + " | ".join(problems))
 print(f"check_main.sh: ok: {len(rows)} cells ok, report in {out / 'report'}", file=sys.stderr)
 PY
+
+# Every dataset's loader under the newcomer's .venv, i.e. the host's first python3.11 (tools/check_datasets.py). The
+# images' Debian 3.11.2 has no tarfile data filter and is checked in them (tools/check_image.sh); a 3.11 >= 3.11.4,
+# like the Ascend image's source-built 3.11.15, extracts CIFAR-10 through the filter: on CI's host this is that path.
+env PATH="$clean" "$repo/.venv/bin/python" tools/check_datasets.py >&2 \
+  || { echo "check_main.sh: FAILED: a dataset's loader under $("$repo/.venv/bin/python" -V 2>&1) (line above)" >&2; exit 1; }
