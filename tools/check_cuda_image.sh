@@ -6,9 +6,10 @@ cuda_checks() {
   local arch fatbins ldd_out missing wrong torch_home
   # Each framework asked for the GPU in its cells' environment: without a driver, the driver must be the only
   # thing missing (tools/gpu_probe.py says what else it found). The probe's lines are kept beside the results.
-  "${buildah[@]}" run --isolation chroot --volume "$root/tools:/tools:ro" "${mounts[@]}" "$ctr" -- \
-      python /tools/gpu_probe.py mindspore pytorch > "$runs/gpu_probe.jsonl" 2> /dev/null \
-    || { python3 -c 'import json, sys
+  # (check_image.sh's mounts already carry tools/ at /tools.)
+  inside python /tools/gpu_probe.py mindspore pytorch > "$runs/gpu_probe.jsonl" 2> "$runs/gpu_probe.err" \
+    || { [ -s "$runs/gpu_probe.jsonl" ] || { tail -5 "$runs/gpu_probe.err" >&2; fail "tools/gpu_probe.py did not run in the image"; }
+         python3 -c 'import json, sys
 for line in open(sys.argv[1]):
     r = json.loads(line); print("   ", r["framework"], r["verdict"], "| output:", r["output"][-600:], file=sys.stderr)' \
            "$runs/gpu_probe.jsonl"; fail "a framework failed on the GPU for a reason other than the missing driver"; }

