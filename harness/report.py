@@ -155,23 +155,27 @@ def collect(runs: list[Path]) -> dict[str, Any]:
 
 
 REFERENCE_GAP = "reference_gap.json"  # written into a run folder by benchmarks/reference_gap.py --out
+PROCESS_GAP = "process_gap.json"  # written into a run folder by benchmarks/process_gap.py --out
+GAP_LEVELS = ((REFERENCE_GAP, "in one process"), (PROCESS_GAP, "process level"))
 
 
 def at_best(hosts: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """'Each framework at its best': per host, the latest reference-gap benchmark found in its run folders
-    (harness workload throughput / the framework's own recommended loop, same network, weights and batches)."""
+    """'Each framework at its best': per host and level, the latest gap benchmark found in its run folders (harness
+    workload throughput / the framework's own recommended loop, same network, weights and batches): in one process
+    (benchmarks/reference_gap.py), and each side in its own fresh process (benchmarks/process_gap.py)."""
     out = []
     for h in hosts:
-        found = [Path(run) / REFERENCE_GAP for run in h["runs"] if (Path(run) / REFERENCE_GAP).is_file()]
-        if not found:
-            continue
-        try:
-            gap = json.loads(max(found, key=lambda p: p.stat().st_mtime).read_text())
-            rows = [r for r in gap["rows"] if r.get("status") == "ok"]
-        except (OSError, ValueError, KeyError, TypeError):
-            continue  # a damaged benchmark file leaves the section out; the run's own results stand
-        out.append({"host": h["label"], "measured_at": gap.get("measured_at"), "command": gap.get("command"),
-                    "rows": rows})
+        for name, level in GAP_LEVELS:
+            found = [Path(run) / name for run in h["runs"] if (Path(run) / name).is_file()]
+            if not found:
+                continue
+            try:
+                gap = json.loads(max(found, key=lambda p: p.stat().st_mtime).read_text())
+                rows = [r for r in gap["rows"] if r.get("status") == "ok"]
+            except (OSError, ValueError, KeyError, TypeError):
+                continue  # a damaged benchmark file leaves the section out; the run's own results stand
+            out.append({"host": h["label"], "level": level, "measured_at": gap.get("measured_at"),
+                        "command": gap.get("command"), "rows": rows})
     return out
 
 

@@ -95,6 +95,27 @@ def test_dockerfile_cuda_takes_a_real_nvcc_11_8_pinned_by_version_and_sha256():
     assert "$t/bin/nvcc.profile" in text and "libdevice.10.bc $t/nvvm/libdevice/" in text
 
 
+def test_dockerfile_cuda_first_layer_takes_exactly_the_locks_nvidia_wheels_with_their_hashes(tmp_path):
+    """Layer 1 of Dockerfile.cuda installs torch's nvidia-*-cu12 wheels alone (a builder holds a layer about three
+    times while committing it, so smaller layers need less disk). It filters the lock with awk: run that very awk
+    command on the real lock and check pip would get every nvidia-* pin, each with its hashes, and nothing else."""
+    if not shutil.which("awk"):
+        pytest.skip("no awk on this host")
+    text = (REPO / "Dockerfile.cuda").read_text()
+    program = re.search(r"awk '([^']+)' /tmp/requirements/cuda\.txt > /tmp/cuda-nvidia\.txt", text).group(1)
+    out = subprocess.run(["awk", program, str(REPO / "requirements" / "cuda.txt")], capture_output=True, text=True,
+                         check=True).stdout
+    (tmp_path / "cuda-nvidia.txt").write_text(out)
+    selected = {n: v for n, v in _lock("cuda.txt").items() if n.startswith("nvidia-")}
+    assert len(selected) >= 10 and "nvidia-cudnn-cu12" in selected
+    got = re.split(r"\n(?=[A-Za-z0-9])", out.strip())
+    assert len(got) == len(selected)
+    for block in got:
+        name, version = re.match(r"([A-Za-z0-9._-]+)==(\S+)", block).groups()
+        assert selected[name.lower()] == (version, re.findall(r"--hash=sha256:([0-9a-f]{64})", block)), name
+    assert all(re.search(r"--hash=sha256:[0-9a-f]{64}", b) for b in got), "pip --require-hashes needs every hash"
+
+
 def test_only_mindspore_cells_get_the_cuda_11_home(monkeypatch):
     from harness.frameworks import mindspore, pytorch
 

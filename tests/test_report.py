@@ -216,3 +216,22 @@ def test_each_framework_at_its_best_table_comes_from_the_run_folders_benchmark(t
     section = html.split('id="at-best"', 1)[1].split("<h2", 1)[0]
     assert "1.018" in section and "0.875 (under 0.95)" in section and "1.018 (under" not in section
     assert "boom" not in section
+
+
+def test_at_its_best_shows_the_process_level_beside_the_in_process_one(tmp_path):
+    """benchmarks/process_gap.py --out RUN/process_gap.json: a second table, labelled process level, with each row's
+    batch and the allocator the harness cell got."""
+    run = _fixture_run(tmp_path)
+    base = {"status": "ok", "model": "resnet50", "framework": "pytorch", "mode": "eager", "amp": "off",
+            "unit": "images/s"}
+    (run / "reference_gap.json").write_text(json.dumps({"measured_at": "2026-11-23T10:00:00+00:00", "command": "a",
+                                                        "rows": [base | {"harness": 10.0, "reference": 10.0,
+                                                                         "ratio": 1.0, "ratios": [1.0]}]}))
+    (run / "process_gap.json").write_text(json.dumps({"measured_at": "2026-11-24T10:00:00+00:00", "command": "b",
+                                                      "rows": [base | {"batch": 128, "allocator": "jemalloc",
+                                                                       "harness": 9.1, "reference": 12.0,
+                                                                       "ratio": 0.758, "ratios": [0.75, 0.76]}]}))
+    section = report.render([run]).read_text().split('id="at-best"', 1)[1].split("<h2", 1)[0]
+    first, second = section.split("process level", 1) if "in one process" in section else ("", "")
+    assert "in one process" in first and "1.000" in first and "jemalloc" not in first
+    assert "<td>128</td><td>jemalloc</td>" in second and "0.758 (under 0.95)" in second
