@@ -21,12 +21,16 @@ import os
 import platform as _platform
 from pathlib import Path
 
-# PyTorch: jemalloc first, as its CPU tuning guide recommends; MindSpore: left alone (its runtime pools memory).
-# What was measured for each, process level, is in ARTIFACT.md (*Memory allocator*; benchmarks/process_gap.py).
+# PyTorch: tcmalloc, then jemalloc, PyTorch's own launcher's order (torch.backends.xeon.run_cpu); MindSpore: left
+# alone (its runtime pools memory). Measured, process level: ARTIFACT.md (*Memory allocator*; process_gap.py).
 PREFERENCE: dict[str, tuple[str, ...]] = {
-    "pytorch": ("jemalloc", "tcmalloc", "glibc-tuned"),
+    "pytorch": ("tcmalloc", "jemalloc", "glibc-tuned"),
     "mindspore": ("system",),
 }
+# jemalloc's defaults return any allocation over 8 MiB (oversize_threshold) to the kernel when freed: the page
+# faults glibc's threshold causes, at a lower size (measured: ResNet50 at batch 16 ran at 0.74 of the plain loop).
+# PyTorch's launcher sets this configuration whenever it preloads jemalloc; a MALLOC_CONF of the user's wins.
+JEMALLOC_CONF = "oversize_threshold:1,background_thread:true,metadata_thp:auto"
 LIBRARIES = {"jemalloc": ("libjemalloc.so.2",), "tcmalloc": ("libtcmalloc_minimal.so.4", "libtcmalloc.so.4")}
 # Where Debian, Ubuntu, RHEL-likes and /usr/local put shared libraries (multiarch first).
 SEARCH = (f"/usr/lib/{_platform.machine()}-linux-gnu", f"/lib/{_platform.machine()}-linux-gnu", "/usr/lib64",
@@ -63,6 +67,8 @@ def choose(framework: str, requested: str | None = None) -> tuple[str, dict[str,
         path = find_library(name)
         if path:
             preload = " ".join(filter(None, [path, os.environ.get("LD_PRELOAD")]))
+            if name == "jemalloc":
+                return name, {"LD_PRELOAD": preload, "MALLOC_CONF": os.environ.get("MALLOC_CONF") or JEMALLOC_CONF}
             return name, {"LD_PRELOAD": preload}
         if requested != "auto":
             raise HarnessError(f"HARNESS_ALLOCATOR={name}: no {' or '.join(LIBRARIES[name])} on this host; install "
