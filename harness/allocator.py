@@ -21,15 +21,17 @@ import os
 import platform as _platform
 from pathlib import Path
 
-# PyTorch: tcmalloc, then jemalloc, PyTorch's own launcher's order (torch.backends.xeon.run_cpu); MindSpore: left
-# alone (its runtime pools memory). Measured, process level: ARTIFACT.md (*Memory allocator*; process_gap.py).
+# PyTorch: tcmalloc (PyTorch's own launcher, torch.backends.xeon.run_cpu, prefers it too), else glibc's tunables;
+# jemalloc only by name: it ran ResNet50 at 0.77-0.82 of the plain loop even with the launcher's MALLOC_CONF.
+# MindSpore: left alone (its runtime pools memory; slower with tcmalloc). Measured, process level: ARTIFACT.md
+# (*Memory allocator*; benchmarks/process_gap.py).
 PREFERENCE: dict[str, tuple[str, ...]] = {
-    "pytorch": ("tcmalloc", "jemalloc", "glibc-tuned"),
+    "pytorch": ("tcmalloc", "glibc-tuned"),
     "mindspore": ("system",),
 }
-# jemalloc's defaults return any allocation over 8 MiB (oversize_threshold) to the kernel when freed: the page
-# faults glibc's threshold causes, at a lower size (measured: ResNet50 at batch 16 ran at 0.74 of the plain loop).
-# PyTorch's launcher sets this configuration whenever it preloads jemalloc; a MALLOC_CONF of the user's wins.
+# jemalloc's defaults return any allocation over 8 MiB (oversize_threshold) to the kernel when freed (measured:
+# ResNet50 at batch 16 ran at 0.74 of the plain loop). PyTorch's launcher sets this configuration whenever it
+# preloads jemalloc, and so does HARNESS_ALLOCATOR=jemalloc; a MALLOC_CONF of the user's wins.
 JEMALLOC_CONF = "oversize_threshold:1,background_thread:true,metadata_thp:auto"
 LIBRARIES = {"jemalloc": ("libjemalloc.so.2",), "tcmalloc": ("libtcmalloc_minimal.so.4", "libtcmalloc.so.4")}
 # Where Debian, Ubuntu, RHEL-likes and /usr/local put shared libraries (multiarch first).
