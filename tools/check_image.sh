@@ -16,11 +16,12 @@
 #  5. build    buildah bud --layers -f Dockerfile.cpu (.cuda) --build-arg BASE_IMAGE=<that base> (overlay storage
 #              where the kernel allows it, else vfs, which copies every layer and container whole; chroot
 #              isolation), then its size and OCI labels
-#  5a. container  a working container of the image (buildah from; under vfs a copy of the image's files), whose user must
-#              not be root
-#  5b. cuda    --cuda only, no GPU needed: torch's compiled architectures include sm_70 and sm_90; ldd
+#  5a. container  a working container of the image (buildah from; under vfs a copy of the image's files), whose
+#              user must not be root
+#  5b. cuda    --cuda only, no GPU needed: each framework asked for the GPU fails for the missing driver alone
+#              (tools/gpu_probe.py); torch's compiled architectures include sm_70 and sm_90; ldd
 #              resolves every library of MindSpore's libmindspore_gpu.so.11.6 from the image, its CUDA ones
-#              from /usr/local/cuda/lib64, except libcuda.so.1 (the host driver's, mounted by the NVIDIA
+#              from /opt/cuda11/toolkit/lib64, except libcuda.so.1 (the host driver's, mounted by the NVIDIA
 #              container toolkit at run time: it is not and must not be in the image); python -m harness env
 #  6a. data    python /tools/check_datasets.py inside the image, as its non-root user: CIFAR-10, Cora, Multi30K
 #              and aclImdb (both layouts) written small in their exact on-disk format, read by prepare() and
@@ -82,8 +83,8 @@ summary() {
   disk_report
 }
 # Disk: committing a layer holds the build container's files, the layer's tar and the stored layer at once
-# (about three times the layer; vfs also copies whole file systems per layer and container); a sampler records the lowest free space on the cache's file system, so the
-# summary says what the check really needed.
+# (about three times the layer; vfs also copies whole file systems per layer and container); a sampler records
+# the lowest free space on the cache's file system, so the summary says what the check really needed.
 free_gib() { df -Pk "$1" | awk 'NR == 2 { printf "%.1f", $4 / 1048576 }'; }
 disk_start=""
 disk_low_file=""

@@ -16,8 +16,8 @@ MODES = ("eager", "compile")
 
 def process_env(platform: str) -> dict[str, str]:
     # PyTorch's CPU defaults (OpenMP over all cores, oneDNN autodetected ISA) are already its best. Its host-side
-    # allocations go through malloc: jemalloc or tcmalloc, as its CPU performance tuning guide recommends
-    # (harness/allocator.py says why and what was measured).
+    # allocations go through malloc: tcmalloc, else glibc's tunables (harness/allocator.py says why and what was
+    # measured).
     return allocator.process_env(NAME)
 
 
