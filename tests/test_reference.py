@@ -2,10 +2,10 @@
 from the same seed, on the same data (synthetic, quick profile), each gives the same losses as the harness workload
 over its first two epochs, within 1e-4 relative in fp32.
 
-Dropout is disabled (hp["dropout"] = 0.0) on both sides: GCN's dropout draws from each framework's own RNG, which
-a reference built separately from the harness workload does not share. Each (model, framework, mode) runs in its
-own process, as cells do (MindSpore and torch are never imported together): this file is also that process's
-script, `python tests/test_reference.py MODEL FRAMEWORK MODE AMP OUT.json`.
+Dropout is disabled (hp["dropout"] = 0.0) on both sides: GCN's and GoogLeNet's dropout draw from each framework's
+own RNG, which a reference built separately from the harness workload does not share. Each (model, framework, mode)
+runs in its own process, as cells do (MindSpore and torch are never imported together): this file is also that
+process's script, `python tests/test_reference.py MODEL FRAMEWORK MODE AMP OUT.json`.
 """
 
 import importlib
@@ -20,7 +20,10 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 EPOCHS = 2
 CASES = [("gcn", "pytorch", "eager"), ("gcn", "mindspore", "graph"), ("gcn", "mindspore", "pynative"),
-         ("gru", "pytorch", "eager"), ("gru", "mindspore", "graph"), ("gru", "mindspore", "pynative")]
+         ("gru", "pytorch", "eager"), ("gru", "mindspore", "graph"), ("gru", "mindspore", "pynative"),
+         ("googlenet", "pytorch", "eager"), ("googlenet", "mindspore", "graph"),
+         ("googlenet", "mindspore", "pynative"), ("lstm", "pytorch", "eager"), ("lstm", "mindspore", "graph"),
+         ("lstm", "mindspore", "pynative")]
 
 
 def _losses(model: str, framework: str, mode: str, amp: str) -> dict:
@@ -34,6 +37,9 @@ def _losses(model: str, framework: str, mode: str, amp: str) -> dict:
     m = matrix.load()
     spec = matrix.model_spec(m.data["models"][model], "quick")
     spec["hparams"] = {**spec["hparams"], "dropout": 0.0}  # each framework's own dropout RNG: see the docstring
+    # The learning-rate schedule must cover every epoch run here: GoogLeNet's quick profile has one epoch, and
+    # nn.Momentum's per-step learning rates (a Tensor) cannot be indexed past their end.
+    spec["epochs"] = max(int(spec["epochs"]), EPOCHS)
     cell = matrix.Cell(id="reference", kind="model", model=model, framework=framework, mode=mode, amp=amp,
                        devices=1, repeats=1, timeout_s=0, seed=int(m.data["defaults"]["seed"]), spec=spec)
     ctx = CellContext(cell=cell, platform="cpu", repeat=0, data_folder=None, synthetic=True)
@@ -70,7 +76,8 @@ def test_reference_trains_like_the_harness_fp32(tmp_path, model, framework, mode
 
 # AMP, on the cheap cases (bf16 autocast for PyTorch, fp16 auto_mixed_precision for MindSpore, no loss scale on CPU);
 # the GRU MindSpore AMP references were checked by hand (GRAPH O2, PYNATIVE O3: equal losses) but take minutes.
-AMP_CASES = [("gcn", "pytorch", "eager", "O2"), ("gcn", "mindspore", "graph", "O2"), ("gru", "pytorch", "eager", "O2")]
+AMP_CASES = [("gcn", "pytorch", "eager", "O2"), ("gcn", "mindspore", "graph", "O2"), ("gru", "pytorch", "eager", "O2"),
+             ("lstm", "pytorch", "eager", "O2"), ("lstm", "mindspore", "graph", "O2")]
 
 
 @pytest.mark.parametrize(("model", "framework", "mode", "amp"), AMP_CASES)
