@@ -13,7 +13,8 @@ configuration: the median steady throughput of each and the median of the per-ro
 writes the table as JSON; `python -m harness report` shows it when the file lies in a run folder as
 `reference_gap.json`.
 
-    python benchmarks/reference_gap.py [--models resnet50,gru,gcn] [--amp off,O2] [--rounds 4] [--out FILE]
+    python benchmarks/reference_gap.py [--models resnet50,gru,gcn] [--amp off,O2] [--rounds 4] [--profile quick]
+        [--train-samples N] [--out FILE]
 """
 
 from __future__ import annotations
@@ -49,13 +50,14 @@ TRAIN_SAMPLES = {"resnet50": 48, "gru": 256, "googlenet": 256, "lstm": 1024}
 EPOCHS_PER_BLOCK = {"resnet50": 1, "gru": 1, "gcn": 100, "googlenet": 1, "lstm": 1}
 
 
-def measure(cell_id: str, rounds: int, data_dir: str | None) -> dict:
+def measure(cell_id: str, rounds: int, data_dir: str | None, profile: str = "quick",
+            train_samples: int | None = None) -> dict:
     """In this process: build the harness workload and the reference, warm both, then alternate."""
-    cell = next(c for c in matrix.load().expand("quick") if c.id == cell_id)
+    cell = next(c for c in matrix.load().expand(profile) if c.id == cell_id)
     k = EPOCHS_PER_BLOCK[cell.model]
     cell.spec["epochs"] = 2 + rounds * k  # the learning-rate schedules cover every epoch run here
-    if cell.model in TRAIN_SAMPLES:
-        cell.spec["train_samples"] = TRAIN_SAMPLES[cell.model]
+    if train_samples or cell.model in TRAIN_SAMPLES:
+        cell.spec["train_samples"] = train_samples or TRAIN_SAMPLES[cell.model]
     folder = str(datasets.prepare(cell.spec["dataset"], Path(data_dir), False)) if data_dir else None
     ctx = CellContext(cell=cell, platform="cpu", repeat=0, data_folder=folder, synthetic=folder is None)
     backend = load_backend(cell.framework)
@@ -106,6 +108,8 @@ def main() -> int:
     p.add_argument("--modes", default="eager,graph,pynative")
     p.add_argument("--amp", default="off,O2", help="AMP levels: off and/or O2 (PyTorch autocast, MindSpore O2)")
     p.add_argument("--rounds", type=int, default=4)
+    p.add_argument("--profile", default="quick", help="the profile whose cells (sizes, hyperparameters) are run")
+    p.add_argument("--train-samples", type=int, help="samples an epoch (default: TRAIN_SAMPLES, else the profile's)")
     p.add_argument("--data-dir", default=str(REPO.parent / "shared" / "data"))
     p.add_argument("--synthetic", action="store_true")
     p.add_argument("--out", type=Path, help="also write the results as JSON here")
@@ -115,11 +119,11 @@ def main() -> int:
         dataset = matrix.load().data["models"][a.child.split("/")[1]]["dataset"]
         folder = datasets.module(dataset).FOLDER
         data_dir = None if a.synthetic or not Path(a.data_dir, folder).is_dir() else a.data_dir
-        print(json.dumps(measure(a.child, a.rounds, data_dir)))
+        print(json.dumps(measure(a.child, a.rounds, data_dir, a.profile, a.train_samples)))
         return 0
     want = {"model": a.models.split(","), "framework": a.frameworks.split(","), "mode": a.modes.split(","),
             "amp": a.amp.split(",")}
-    cells = [c for c in matrix.load().expand("quick") if c.kind == "model"
+    cells = [c for c in matrix.load().expand(a.profile) if c.kind == "model" and c.devices == 1
              and all(getattr(c, axis) in values for axis, values in want.items())]
     print(f"harness / reference loop, steady throughput, {a.rounds} alternating rounds per configuration "
           f"(CIFAR-10 synthetic; Cora and Multi30K {'synthetic' if a.synthetic else 'real where present'})")
@@ -128,7 +132,8 @@ def main() -> int:
     for cell in cells:
         env = {**os.environ, **load_backend(cell.framework).process_env("cpu"), "PYTHONPATH": str(REPO)}
         args = [sys.executable, __file__, "--child", cell.id, "--rounds", str(a.rounds), "--data-dir", a.data_dir]
-        args += ["--synthetic"] if a.synthetic else []
+        args += ["--profile", a.profile] + (["--synthetic"] if a.synthetic else [])
+        args += ["--train-samples", str(a.train_samples)] if a.train_samples else []
         proc = subprocess.run(args, capture_output=True, text=True, env=env, cwd=tempfile.gettempdir())
         name = f"{cell.model} {cell.framework} {cell.mode} amp-{cell.amp}"
         if proc.returncode != 0:
