@@ -48,8 +48,8 @@ def _paired_here(result: dict) -> tuple[float, float]:
     import torch.utils.benchmark as tb
 
     from harness import operators
+    from harness.cell import Cell
     from harness.context import CellContext
-    from harness.matrix import Cell
     from harness.operators import pytorch as impl
 
     cell = Cell(id=result["cell"], kind="operator", op=result["op"], framework="pytorch", mode=result["mode"],

@@ -4,6 +4,11 @@ devices...) or calls these; nobody splits an id on '/' or rebuilds one by string
     model/<model>/<framework>/<mode>/amp-<amp>/1dev          one process
     scaling/<model>/<framework>/<mode>/amp-<amp>/<n>dev      n data-parallel processes
     operator/<op>/<framework>/<mode>/<dtype>/<direction>/<shape tag>
+    inference/<net>/<framework>/<mode>/amp-<amp>/batch<b>    a companion study (companion_matrix.py)
+    passes/<model>/<framework>/<mode>/threads<t>             a companion study; t a number or `all`
+    describe/<model>/<framework>                             built by describe.py to count parameters, never run
+
+`parse` reads the first three kinds (the ones the claims compare); it refuses the others.
 """
 
 from __future__ import annotations
@@ -43,6 +48,18 @@ def shape_tag(shape: dict[str, Any]) -> str:
 
 def operator_id(op: str, framework: str, mode: str, dtype: str, direction: str, shape: dict[str, Any]) -> str:
     return f"operator/{op}/{framework}/{mode}/{dtype}/{direction}/{shape_tag(shape)}"
+
+
+def inference_id(net: str, framework: str, mode: str, amp: str, batch: int) -> str:
+    return f"inference/{net}/{framework}/{mode}/amp-{amp}/batch{batch}"
+
+
+def passes_id(model: str, framework: str, mode: str, threads: int | str) -> str:
+    return f"passes/{model}/{framework}/{mode}/threads{threads}"
+
+
+def describe_id(model: str, framework: str) -> str:
+    return f"describe/{model}/{framework}"
 
 
 def single_device(cell_id: str) -> str:

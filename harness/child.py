@@ -14,10 +14,10 @@ import time
 import traceback
 
 from harness import eventlog, scenarios, telemetry
+from harness.cell import Cell
 from harness.context import CellContext
 from harness.errors import Unsupported
 from harness.frameworks import backend as load_backend
-from harness.matrix import Cell
 from harness.store import write_json_atomic
 
 

@@ -15,6 +15,8 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
+from harness import cellid
+from harness.cell import Cell, model_spec
 from harness.errors import HarnessError
 
 PROFILE_KEYS = {"inference", "passes"}
@@ -31,9 +33,9 @@ def _narrowed(table: dict[str, Any], profile_name: str, prof: dict[str, Any]) ->
     return out
 
 
-def expand(matrix, profile_name: str, prof: dict[str, Any], timeout: float, seed: int, repeats: int) -> list:
-    from harness.matrix import Cell, model_spec
-
+def expand(matrix, profile_name: str, prof: dict[str, Any], timeout: float, seed: int, repeats: int) -> list[Cell]:
+    """The profile's inference and passes cells. `matrix` is the loaded `harness.matrix.Matrix` (its `data`,
+    `path` and `excluded` are read); it calls this, so this module does not import it."""
     data = matrix.data
     cells: list[Cell] = []
     for name in prof.get("inference", []):
@@ -46,11 +48,11 @@ def expand(matrix, profile_name: str, prof: dict[str, Any], timeout: float, seed
         for fw, mode, amp in itertools.product(axes["frameworks"], axes["modes"], axes["amp"]):
             rule_axes = {"model": name, "framework": fw, "mode": mode, "amp": amp, "devices": 1,
                          "profile": profile_name}
-            if matrix._excluded(rule_axes):  # noqa: SLF001 - the matrix's own rule check
+            if matrix.excluded(rule_axes):
                 continue
             for b in batches:
                 spec = {k: v for k, v in table.items() if k not in ("profile", "batches")} | {"net": name, "batch": b}
-                cells.append(Cell(id=f"inference/{name}/{fw}/{mode}/amp-{amp}/batch{b}", kind="inference",
+                cells.append(Cell(id=cellid.inference_id(name, fw, mode, amp, b), kind="inference",
                                   model=name, framework=fw, mode=mode, amp=amp, devices=1, repeats=repeats,
                                   timeout_s=timeout, seed=seed, spec=spec))
     if prof.get("passes"):
@@ -66,12 +68,12 @@ def expand(matrix, profile_name: str, prof: dict[str, Any], timeout: float, seed
             for fw, mode in itertools.product(axes["frameworks"], axes["modes"]):
                 rule_axes = {"model": model, "framework": fw, "mode": mode, "amp": "off", "devices": 1,
                              "profile": profile_name}
-                if matrix._excluded(rule_axes):  # noqa: SLF001
+                if matrix.excluded(rule_axes):
                     continue
                 for t in threads:
                     spec = base | {"batch": batch, "threads": t,
                                    "timing": axes["rest"].get("timing", table.get("timing", {}))}
-                    cells.append(Cell(id=f"passes/{model}/{fw}/{mode}/threads{t}", kind="passes", model=model,
+                    cells.append(Cell(id=cellid.passes_id(model, fw, mode, t), kind="passes", model=model,
                                       framework=fw, mode=mode, amp="off", devices=1, repeats=repeats,
                                       timeout_s=timeout, seed=seed, spec=spec))
     return cells

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.matrix import Cell
+from harness.cell import Cell
 
 
 @dataclass

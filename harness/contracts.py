@@ -13,9 +13,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
+    from harness.cell import Cell
     from harness.context import CellContext
     from harness.eventlog import EventLog
-    from harness.matrix import Cell
 
 
 @runtime_checkable

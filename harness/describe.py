@@ -9,8 +9,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from harness import cellid, matrix
 from harness import data as datasets
-from harness import matrix
+from harness.cell import Cell, model_spec
 from harness.context import CellContext
 from harness.frameworks import backend as load_backend
 from harness.scenarios.training import model_module
@@ -24,10 +25,10 @@ def describe(model: str, framework: str, m: matrix.Matrix | None = None) -> dict
     m = m or matrix.load()
     if model not in m.data.get("models", {}) and model in m.data.get("inference", {}):
         return _describe_inference(model, framework, m)
-    spec = matrix.model_spec(m.data["models"][model], "quick")
-    cell = matrix.Cell(id=f"describe/{model}/{framework}", kind="model", model=model, framework=framework,
-                       mode=BUILD_MODE[framework], amp="off", devices=1, repeats=1, timeout_s=0,
-                       seed=int(m.data.get("defaults", {}).get("seed", 0)), spec=dict(spec))
+    spec = model_spec(m.data["models"][model], "quick")
+    cell = Cell(id=cellid.describe_id(model, framework), kind="model", model=model, framework=framework,
+                mode=BUILD_MODE[framework], amp="off", devices=1, repeats=1, timeout_s=0,
+                seed=int(m.data.get("defaults", {}).get("seed", 0)), spec=dict(spec))
     ctx = CellContext(cell=cell, platform="cpu", repeat=0, data_folder=None, synthetic=True)
     backend = load_backend(framework)
     backend.setup(ctx)
@@ -43,9 +44,9 @@ def _describe_inference(name: str, framework: str, m: matrix.Matrix) -> dict:
 
     from harness import inference
 
-    cell = matrix.Cell(id=f"describe/{name}/{framework}", kind="inference", model=name, framework=framework,
-                       mode=BUILD_MODE[framework], amp="off", devices=1, repeats=1, timeout_s=0,
-                       seed=int(m.data.get("defaults", {}).get("seed", 0)), spec={"net": name})
+    cell = Cell(id=cellid.describe_id(name, framework), kind="inference", model=name, framework=framework,
+                mode=BUILD_MODE[framework], amp="off", devices=1, repeats=1, timeout_s=0,
+                seed=int(m.data.get("defaults", {}).get("seed", 0)), spec={"net": name})
     ctx = CellContext(cell=cell, platform="cpu", repeat=0, data_folder=None, synthetic=True)
     backend = load_backend(framework)
     backend.setup(ctx)

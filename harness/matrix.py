@@ -10,43 +10,15 @@ from __future__ import annotations
 import fnmatch
 import itertools
 import tomllib
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from harness import cellid, companion_matrix, matrix_check
+from harness.cell import Cell, model_spec
 from harness.errors import HarnessError
 
 DEFAULT_MATRIX = Path(__file__).with_name("matrix.toml")
-
-
-@dataclass
-class Cell:
-    """One point of the matrix: what a single child process measures."""
-
-    id: str
-    kind: str                 # model | scaling | operator
-    framework: str
-    mode: str
-    amp: str
-    devices: int
-    repeats: int
-    timeout_s: float
-    seed: int
-    model: str | None = None
-    op: str | None = None
-    spec: dict[str, Any] = field(default_factory=dict)   # model or operator settings from the file
-
-    def axes(self) -> dict[str, Any]:
-        return {"model": self.model, "op": self.op, "framework": self.framework, "mode": self.mode,
-                "amp": self.amp, "devices": self.devices, **{k: self.spec.get(k) for k in ("dtype", "direction")}}
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Cell:
-        return cls(**d)
 
 
 @dataclass
@@ -86,7 +58,7 @@ class Matrix:
             for fw, mode, amp, dev in product:
                 axes = {"model": model, "framework": fw, "mode": mode, "amp": amp, "devices": dev,
                         "profile": profile_name}
-                if self._excluded(axes):
+                if self.excluded(axes):
                     continue
                 kind = "model" if dev == 1 else "scaling"
                 cells.append(Cell(id=cellid.model_id(model, fw, mode, amp, dev), kind=kind, model=model,
@@ -113,7 +85,7 @@ class Matrix:
             for dtype, direction in itertools.product(prof.get("dtypes", ["fp32"]), prof.get("directions", ["fwd"])):
                 axes = {"op": op, "framework": fw, "mode": mode, "amp": "off", "devices": 1,
                         "dtype": dtype, "direction": direction, "profile": profile_name}
-                if self._excluded(axes):
+                if self.excluded(axes):
                     continue
                 for values in itertools.product(*(sweep[n] for n in names)):
                     shape = dict(zip(names, values, strict=False))
@@ -124,16 +96,9 @@ class Matrix:
                                           "dtype": dtype, "direction": direction}))
         return out
 
-    def _excluded(self, axes: dict[str, Any]) -> bool:
+    def excluded(self, axes: dict[str, Any]) -> bool:
+        """Whether an [[exclude]] rule prunes a cell with these axis values (also called by companion_matrix)."""
         return any(_matches(rule, axes) for rule in self.data.get("exclude", []))
-
-
-def model_spec(mspec: dict[str, Any], profile_name: str) -> dict[str, Any]:
-    """A model's table with its [profile.P] settings merged in (hparams merged key by key)."""
-    over = dict(mspec.get("profile", {}).get(profile_name, {}))
-    spec = {k: v for k, v in mspec.items() if k != "profile"}
-    spec["hparams"] = {**spec.get("hparams", {}), **over.pop("hparams", {})}
-    return spec | over
 
 
 def _matches(rule: dict[str, Any], values: dict[str, Any]) -> bool:

@@ -25,9 +25,10 @@ from typing import Any
 from harness import arith, cellid, envinfo, eventlog, launch, platforms, scenarios, telemetry
 from harness import data as datasets
 from harness import matrix as matrix_mod
+from harness.cell import Cell
 from harness.errors import HarnessError
 from harness.frameworks import backend as load_backend
-from harness.matrix import Cell, Matrix
+from harness.matrix import Matrix
 from harness.progress import EpochLines, RunProgress
 from harness.store import SCHEMA, RunStore, write_json_atomic
 

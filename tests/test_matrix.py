@@ -1,6 +1,7 @@
 import pytest
 
 from harness import matrix
+from harness.cell import model_spec
 from harness.errors import HarnessError
 
 
@@ -116,7 +117,7 @@ def test_unknown_profile_names_the_choices():
 
 
 def test_profile_settings_merge_into_the_model_spec():
-    spec = matrix.model_spec({"hparams": {"lr": 0.1, "batch": 128}, "profile": {"quick": {
+    spec = model_spec({"hparams": {"lr": 0.1, "batch": 128}, "profile": {"quick": {
         "epochs": 2, "train_samples": 512, "hparams": {"batch": 32}}}}, "quick")
     assert spec == {"hparams": {"lr": 0.1, "batch": 32}, "epochs": 2, "train_samples": 512}
 

@@ -30,18 +30,19 @@ def _losses(model: str, framework: str, mode: str, amp: str) -> dict:
     """In this process: the harness workload's and the reference's losses over the first EPOCHS epochs."""
     from harness import data as datasets
     from harness import matrix
+    from harness.cell import Cell, model_spec
     from harness.context import CellContext
     from harness.frameworks import backend
     from harness.scenarios.training import model_module
 
     m = matrix.load()
-    spec = matrix.model_spec(m.data["models"][model], "quick")
+    spec = model_spec(m.data["models"][model], "quick")
     spec["hparams"] = {**spec["hparams"], "dropout": 0.0}  # each framework's own dropout RNG: see the docstring
     # The learning-rate schedule must cover every epoch run here: GoogLeNet's quick profile has one epoch, and
     # nn.Momentum's per-step learning rates (a Tensor) cannot be indexed past their end.
     spec["epochs"] = max(int(spec["epochs"]), EPOCHS)
-    cell = matrix.Cell(id="reference", kind="model", model=model, framework=framework, mode=mode, amp=amp,
-                       devices=1, repeats=1, timeout_s=0, seed=int(m.data["defaults"]["seed"]), spec=spec)
+    cell = Cell(id="reference", kind="model", model=model, framework=framework, mode=mode, amp=amp,
+                devices=1, repeats=1, timeout_s=0, seed=int(m.data["defaults"]["seed"]), spec=spec)
     ctx = CellContext(cell=cell, platform="cpu", repeat=0, data_folder=None, synthetic=True)
     ctx.settings = backend(framework).setup(ctx)
     data = datasets.module(spec["dataset"]).synthetic(cell.seed)

@@ -14,7 +14,7 @@ from types import SimpleNamespace
 import pytest
 
 from harness import runner, telemetry
-from harness.matrix import Cell
+from harness.cell import Cell
 from harness.telemetry import cpu, npusmi, nvml, summary
 from harness.telemetry.sampler import Sampler, Source
 from tests.conftest import REPO, SHARED_DATA, harness, write_matrix

@@ -6,7 +6,7 @@ from types import SimpleNamespace
 import pytest
 
 from harness import eventlog
-from harness.matrix import Cell
+from harness.cell import Cell
 from harness.scenarios import training
 
 
