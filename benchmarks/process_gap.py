@@ -38,7 +38,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from benchmarks.alternate import alternate  # noqa: E402
-from harness import matrix  # noqa: E402
+from harness import cellid, matrix  # noqa: E402
 from harness.frameworks import backend as load_backend  # noqa: E402
 
 
@@ -94,7 +94,7 @@ def harness_turn(cell_id: str, profile: str, matrix_file: Path, allocator: str, 
 
 
 def reference_turn(cell_id: str, profile: str, matrix_file: Path, data_dir: str) -> dict:
-    framework = cell_id.split("/")[2]
+    framework = cellid.parse(cell_id).framework
     os.environ["HARNESS_ALLOCATOR"] = "system"  # the framework's settings without the harness's allocator
     env = {**os.environ, **load_backend(framework).process_env("cpu"), "PYTHONPATH": str(REPO)}
     proc = subprocess.run([sys.executable, __file__, "--reference", cell_id, "--profile", profile, "--matrix",

@@ -35,8 +35,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from benchmarks.alternate import alternate  # noqa: E402
+from harness import cellid, envinfo, matrix  # noqa: E402
 from harness import data as datasets  # noqa: E402
-from harness import envinfo, matrix  # noqa: E402
 from harness.context import CellContext  # noqa: E402
 from harness.frameworks import backend as load_backend  # noqa: E402
 from harness.scenarios import training  # noqa: E402
@@ -116,7 +116,7 @@ def main() -> int:
     p.add_argument("--child", help=argparse.SUPPRESS)
     a = p.parse_args()
     if a.child:
-        dataset = matrix.load().data["models"][a.child.split("/")[1]]["dataset"]
+        dataset = matrix.load().data["models"][cellid.parse(a.child).model]["dataset"]
         folder = datasets.module(dataset).FOLDER
         data_dir = None if a.synthetic or not Path(a.data_dir, folder).is_dir() else a.data_dir
         print(json.dumps(measure(a.child, a.rounds, data_dir, a.profile, a.train_samples)))
