@@ -36,7 +36,6 @@ from harness.claims.common import (
     CONTRADICTS,
     NOT_MEASURED,
     SUPPORTS,
-    CellSummary,
     Claim,
     Part,
     _lookup,
@@ -47,9 +46,8 @@ from harness.claims.common import (
     _select,
     _setting,
     platforms,
-    summarise,
 )
-from harness.claims.operators import OpRatio, operator_ratios
+from harness.claims.operators import OpRatio, paired_ratios
 from harness.claims.paper import (
     BASELINE,
     FW_NAMES,
@@ -62,9 +60,10 @@ from harness.claims.paper import (
     TITLES,
     VERDICTS,
 )
+from harness.measure import Repeats, summarise
 
 __all__ = ["CONTRADICTS", "MARKED_FIRST_EPOCH", "NOT_MEASURED", "SUPPORTS", "TIE_RATIO", "TITLES", "VERDICTS",
-           "CellSummary", "Claim", "OpRatio", "Part", "evaluate", "evaluate_by_platform", "operator_ratios",
+           "Claim", "OpRatio", "Part", "Repeats", "evaluate", "evaluate_by_platform", "paired_ratios",
            "platforms", "summarise", "time_to_target_table"]
 
 RULES = {**models.RULES, **operators.RULES}
@@ -87,7 +86,7 @@ def _verdict(parts: list[Part]) -> tuple[str, str]:
     return verdict, reason
 
 
-def _caveats(index: dict[str, CellSummary], cells: list[str], parts: list[Part], platform: str | None,
+def _caveats(index: dict[str, Repeats], cells: list[str], parts: list[Part], platform: str | None,
              profile: str | None) -> list[str]:
     out = []
     if platform and platform != PAPER_PLATFORM:
@@ -168,7 +167,7 @@ def time_to_target_table(results: Iterable[dict[str, Any]], *, platform: str | N
             cid = _model_id(model, fw, *BASELINE[fw])
             s, why = _lookup(index, cid)
             row[f"{fw}_cell"] = cid
-            row[f"{fw}_s"] = s.time_to_target() if s else None
+            row[f"{fw}_s"] = s.time_to_target.median if s else None
             row[f"{fw}_best_metric"] = s.value("best_metric") if s else None
             if s:
                 row["metric"], row["target"] = s.first.get("metric"), s.first.get("target")

@@ -1,12 +1,10 @@
-"""Results indexed per cell (medians over the ok repeats), and the pieces every rule is made of: a Part (one
-comparison), a Claim, the lookup of a cell, the wording of numbers and settings."""
+"""The pieces every rule is made of: a Part (one comparison), a Claim, the lookup of a cell in the results indexed per
+cell (harness.measure.Repeats), the wording of numbers and settings."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
-from statistics import median
 from typing import Any
 
 from harness import arith, cellid
@@ -17,6 +15,7 @@ from harness.claims.paper import (
     SETTING_NAMES,
     TIE_RATIO,
 )
+from harness.measure import Repeats
 
 SUPPORTS, CONTRADICTS, NOT_MEASURED = "supports", "contradicts", "not measured"   # outcome of one Part
 
@@ -47,47 +46,6 @@ class Claim:
         return asdict(self)
 
 
-# -- results -> per-cell medians ---------------------------------------------------------------------------
-class CellSummary:
-    """The repeats of one cell: medians over the ok ones, the status and reason of the others."""
-
-    def __init__(self, cell: str):
-        self.cell = cell
-        self.ok: list[dict[str, Any]] = []
-        self.not_ok: list[dict[str, Any]] = []
-
-    @property
-    def first(self) -> dict[str, Any]:
-        return (self.ok or self.not_ok)[0]
-
-    def value(self, key: str) -> float | None:
-        values = [r[key] for r in self.ok if isinstance(r.get(key), int | float)]
-        return median(values) if values else None
-
-    def time_to_target(self) -> float | None:
-        """Median over ok repeats, a repeat that never reached the target counting as infinitely slow."""
-        values = [r.get("time_to_target_s") for r in self.ok]
-        values = [math.inf if v is None else v for v in values]
-        m = median(values) if values else math.inf
-        return None if math.isinf(m) else m
-
-    def why_not(self) -> str:
-        r = self.not_ok[0] if self.not_ok else {}
-        reason = str(r.get("reason") or "").strip().splitlines()
-        why = f": {reason[0][:160]}" if reason else ""
-        return f"{self.cell} {r.get('status', 'not ok')}{why}"
-
-
-def summarise(results: Iterable[dict[str, Any]]) -> dict[str, CellSummary]:
-    index: dict[str, CellSummary] = {}
-    for r in results:
-        if not r.get("cell"):
-            continue
-        s = index.setdefault(r["cell"], CellSummary(r["cell"]))
-        (s.ok if r.get("status") == "ok" else s.not_ok).append(r)
-    return index
-
-
 def platforms(results: Iterable[dict[str, Any]]) -> list[str]:
     return sorted({r["platform"] for r in results if r.get("platform")})
 
@@ -116,7 +74,7 @@ def _parsed(cell: str) -> cellid.CellId | None:
         return None
 
 
-def _lookup(index: dict[str, CellSummary], cell: str) -> tuple[CellSummary | None, str | None]:
+def _lookup(index: dict[str, Repeats], cell: str) -> tuple[Repeats | None, str | None]:
     s = index.get(cell)
     if s is None:
         return None, f"{cell} not in the results"
@@ -146,7 +104,7 @@ def _mname(model: str) -> str:
     return MODEL_NAMES.get(model, model)
 
 
-def _models(index: dict[str, CellSummary]) -> list[str]:
+def _models(index: dict[str, Repeats]) -> list[str]:
     ids = [(s, _parsed(s.cell)) for s in index.values()]
     seen = {s.first.get("model") or c.model for s, c in ids if c is not None and c.kind in ("model", "scaling")}
     return list(PAPER_MODELS) + sorted(seen - set(PAPER_MODELS))

@@ -10,8 +10,8 @@ from harness import arith, cellid
 from harness.claims.common import (
     CONTRADICTS,
     SUPPORTS,
-    CellSummary,
     Part,
+    Repeats,
     _compare,
     _lookup,
     _missing,
@@ -67,7 +67,7 @@ C4_ROWS = [Comparison("{m} PyNative vs {other}", ("mindspore", "pynative", "off"
            for fw, mode in (("mindspore", "graph"), ("pytorch", PT_BASE))]
 
 
-def _row(index: dict[str, CellSummary], row: Comparison, model: str) -> Part:
+def _row(index: dict[str, Repeats], row: Comparison, model: str) -> Part:
     words = {"m": _mname(model), "faster": FW_NAMES.get(PAPER_FASTER.get(model, ""), "?"), **row.words}
     name = row.name.format(**words)
     a_id, b_id = _model_id(model, *row.a), _model_id(model, *row.b)
@@ -84,12 +84,12 @@ def _row(index: dict[str, CellSummary], row: Comparison, model: str) -> Part:
 
 
 def _rows(rows: list[Comparison]):
-    def rule(index: dict[str, CellSummary]) -> list[Part]:
+    def rule(index: dict[str, Repeats]) -> list[Part]:
         return [_row(index, row, model) for model in _models(index) for row in rows]
     return rule
 
 
-def _c1(index: dict[str, CellSummary]) -> list[Part]:
+def _c1(index: dict[str, Repeats]) -> list[Part]:
     parts = []
     for model in _models(index):
         faster = PAPER_FASTER.get(model)
@@ -104,11 +104,11 @@ def _c1(index: dict[str, CellSummary]) -> list[Part]:
             continue
         pt, ms = got["pytorch"][0], got["mindspore"][0]
         parts.append(_row(index, C1_THROUGHPUT, model))
-        ttp, ttm = pt.time_to_target(), ms.time_to_target()
+        ttp, ttm = pt.time_to_target.median, ms.time_to_target.median
         tname = f"{_mname(model)} time to target"
         if ttp is None or ttm is None:
             target = f"{pt.first.get('target')} {pt.first.get('metric') or ''}".strip()
-            who = [FW_NAMES[fw] for fw, s in (("pytorch", pt), ("mindspore", ms)) if s.time_to_target() is None]
+            who = [FW_NAMES[fw] for fw, s in (("pytorch", pt), ("mindspore", ms)) if s.time_to_target.median is None]
             best = ", ".join(f"{FW_NAMES[fw]} {_num(s.value('best_metric'))}" for fw, s in
                              (("pytorch", pt), ("mindspore", ms)) if s.value("best_metric") is not None)
             parts.append(_missing(tname, f"{' and '.join(who)} did not reach the target {target}"
@@ -122,7 +122,7 @@ def _c1(index: dict[str, CellSummary]) -> list[Part]:
     return parts
 
 
-def _c2(index: dict[str, CellSummary]) -> list[Part]:
+def _c2(index: dict[str, Repeats]) -> list[Part]:
     parts = []
     for model in _models(index):
         ids = {fw: _model_id(model, fw, *BASELINE[fw]) for fw in BASELINE}
@@ -170,7 +170,7 @@ def _efficiency(index, model: str, fw: str, mode: str, amp: str, n: int) -> tupl
     return None, why_b or f"{sid}: no per-device throughput", []
 
 
-def _c5(index: dict[str, CellSummary]) -> list[Part]:
+def _c5(index: dict[str, Repeats]) -> list[Part]:
     scaling = [s for s in index.values() if s.cell.startswith("scaling/")]
     if not scaling:
         return [_missing("scaling", "no scaling cells (kind scaling, devices > 1) in the results")]

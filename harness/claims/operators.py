@@ -11,60 +11,56 @@ from harness import arith
 from harness.claims.common import (
     CONTRADICTS,
     SUPPORTS,
-    CellSummary,
     Part,
+    Repeats,
     _compare,
     _missing,
     _parsed,
     _side,
 )
 from harness.claims.paper import MIN_PARAM_LEVELS, OP_MS_MODES, OP_PT_MODE, TERCILE
+from harness.measure import OpConfig, operator_ratios
 
 
-@dataclass
+@dataclass(frozen=True)
 class OpRatio:
-    op: str
-    dtype: str
-    direction: str
-    shape: dict[str, Any]
-    params: int
+    """One operator configuration (harness.measure.OpConfig: op, dtype, direction, shape) at the MindSpore mode its
+    group is compared in."""
+
+    config: OpConfig
     ms_mode: str
-    pytorch: float
-    mindspore: float
-    cells: list[str]
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.config, name)
+
+    @property
+    def params(self) -> int:
+        return int(self.config.params or 0)
 
     @property
     def ratio(self) -> float:
-        return self.mindspore / self.pytorch
+        return self.config.ratio(self.ms_mode)
+
+    @property
+    def cells(self) -> list[str]:
+        return self.config.cell_ids(self.ms_mode)
 
 
-def operator_ratios(index: dict[str, CellSummary]) -> list[OpRatio]:
-    """MindSpore/PyTorch eager throughput per operator configuration; per (op, dtype, direction) the
-    MindSpore mode is the first of OP_MS_MODES with any configuration measured in both frameworks."""
-    cfg: dict[tuple, dict[str, CellSummary]] = {}
-    for s in index.values():
-        r = s.first
-        if r.get("kind") != "operator" or not s.ok or s.value("throughput") is None:
-            continue
-        key = (r["op"], r.get("dtype"), r.get("direction"), tuple(sorted((r.get("shape") or {}).items())))
-        cfg.setdefault(key, {})[f"{r['framework']}/{r['mode']}"] = s
-    groups: dict[tuple, list[OpRatio]] = {}
-    for (op, dtype, direction, shape), by in sorted(cfg.items(), key=lambda kv: str(kv[0])):
-        pt = by.get(f"pytorch/{OP_PT_MODE}")
-        for mode in OP_MS_MODES:
-            ms = by.get(f"mindspore/{mode}")
-            if pt and ms:
-                groups.setdefault((op, dtype, direction, mode), []).append(OpRatio(
-                    op, dtype, direction, dict(shape), int(pt.first.get("params") or 0), mode,
-                    pt.value("throughput"), ms.value("throughput"), [ms.cell, pt.cell]))
-    out = []
-    for (op, dtype, direction) in sorted({k[:3] for k in groups}):
-        mode = next(m for m in OP_MS_MODES if (op, dtype, direction, m) in groups)
-        out.extend(groups[(op, dtype, direction, mode)])
-    return sorted(out, key=lambda o: (o.op, o.dtype, o.direction, o.params))
+def paired_ratios(index: dict[str, Repeats]) -> list[OpRatio]:
+    """The configurations of harness.measure.operator_ratios measured in both frameworks; per (op, dtype, direction)
+    the MindSpore mode is the first of OP_MS_MODES with any configuration measured in both."""
+    configs = operator_ratios(index)
+    mode: dict[tuple, str] = {}
+    for key in {(c.op, c.dtype, c.direction) for c in configs}:
+        group = [c for c in configs if (c.op, c.dtype, c.direction) == key]
+        found = [m for m in OP_MS_MODES if any(c.ratio(m) is not None for c in group)]
+        if found:
+            mode[key] = found[0]
+    return [OpRatio(c, mode[key]) for c in configs
+            if (key := (c.op, c.dtype, c.direction)) in mode and c.ratio(mode[key]) is not None]
 
 
-def _op_missing(index: dict[str, CellSummary], op: str | None) -> str:
+def _op_missing(index: dict[str, Repeats], op: str | None) -> str:
     cells = [s for s in index.values() if s.cell.startswith("operator/" + (f"{op}/" if op else ""))]
     what = f"{op} " if op else ""
     if not cells:
@@ -108,8 +104,8 @@ def _mode_note(rs: list[OpRatio]) -> str:
     return f"MindSpore {'/'.join(m.upper() for m in modes)} / PyTorch {OP_PT_MODE}"
 
 
-def _o1(index: dict[str, CellSummary]) -> list[Part]:
-    ratios = operator_ratios(index)
+def _o1(index: dict[str, Repeats]) -> list[Part]:
+    ratios = paired_ratios(index)
     if not ratios:
         return [_missing("operators", _op_missing(index, None))]
     parts = []
@@ -133,8 +129,8 @@ def _o1(index: dict[str, CellSummary]) -> list[Part]:
     return parts
 
 
-def _o2(index: dict[str, CellSummary]) -> list[Part]:
-    ratios = [o for o in operator_ratios(index) if o.op == "batchnorm2d"]
+def _o2(index: dict[str, Repeats]) -> list[Part]:
+    ratios = [o for o in paired_ratios(index) if o.op == "batchnorm2d"]
     if not ratios:
         return [_missing("batchnorm2d", _op_missing(index, "batchnorm2d"))]
     parts, groups = _sized_groups(ratios, "only {n} BatchNorm size: cannot tell small from large")
@@ -148,8 +144,8 @@ def _o2(index: dict[str, CellSummary]) -> list[Part]:
     return parts
 
 
-def _o3(index: dict[str, CellSummary]) -> list[Part]:
-    ratios = [o for o in operator_ratios(index) if o.op == "conv2d"]
+def _o3(index: dict[str, Repeats]) -> list[Part]:
+    ratios = [o for o in paired_ratios(index) if o.op == "conv2d"]
     if not ratios:
         return [_missing("conv2d", _op_missing(index, "conv2d"))]
     parts, groups = _sized_groups(ratios, "only {n} Conv2d size: cannot tell large from small")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from harness.measure import PT_MODE
+
 VERDICTS = ("supported", "contradicted", "mixed", "not measured")
 
 # Two throughputs (or times, or efficiencies) within a factor TIE_RATIO of each other are a tie: single-run
@@ -38,7 +40,7 @@ PAPER_MODELS = tuple(PAPER_FASTER)
 # The fair default setting of each framework: (mode, amp), 1 device.
 BASELINE = {"pytorch": ("eager", "off"), "mindspore": ("graph", "off")}
 AMP_LEVELS = {"pytorch": ("O2",), "mindspore": ("O2", "O3")}
-OP_PT_MODE = "eager"
+OP_PT_MODE = PT_MODE   # PyTorch eager, the operators' baseline (harness.measure)
 OP_MS_MODES = ("graph", "pynative")   # preference order
 
 TITLES = {

@@ -1,0 +1,193 @@
+"""The one measurement type: the repeats of a cell with their raw samples kept, and every statistic over them
+derived here, for the claims, the report, its companion section and its figures alike.
+
+    Sample              one quantity over a cell's ok repeats: `samples` as measured (None where a repeat gave
+                        none); median, min, max, n, spread() (the report's view), interval() (the median's)
+    Repeats             the repeats of one cell: `ok`, `not_ok`, `first`, `measure(key)` -> Sample,
+                        `value(key)` (its median), `time_to_target` -> Sample, `curve()`, `why_not()`
+    summarise(results)  -> {cell id: Repeats}
+    operator_ratios(index) -> [OpConfig]: per operator configuration the throughput of each framework/mode and
+                        MindSpore/PyTorch per MindSpore mode (Figure 5, the operator table, O1-O3)
+
+A repeat that never reached its target counts as infinitely slow (the one rule, everywhere): a cell's time to
+target is the median over its ok repeats with those at +inf, and where that median is infinite (half of the
+repeats or more never reached the target) the cell did not reach it (None). Dropping those repeats instead would
+report a cell that reached its target once in three repeats at that one time, as if it reliably did.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from statistics import median
+from typing import Any
+
+from harness import arith
+
+LEVEL = 0.95   # the median's interval: its coverage
+
+
+def _number(v: Any) -> bool:
+    return isinstance(v, int | float)
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One quantity over the ok repeats of a cell. `slowest_if_missing`: a missing value counts as +inf (a time to
+    target that was never reached), else it is left out. Statistics that come out infinite read None."""
+
+    samples: tuple[Any, ...] = ()
+    slowest_if_missing: bool = False
+
+    @property
+    def values(self) -> tuple[float, ...]:
+        if self.slowest_if_missing:
+            return tuple(v if _number(v) else math.inf for v in self.samples)
+        return tuple(v for v in self.samples if _number(v))
+
+    @property
+    def n(self) -> int:
+        return len(self.values)
+
+    @property
+    def median(self) -> float | None:
+        return _finite(median(self.values)) if self.values else None
+
+    @property
+    def min(self) -> float | None:
+        return _finite(min(self.values)) if self.values else None
+
+    @property
+    def max(self) -> float | None:
+        return _finite(max(self.values)) if self.values else None
+
+    def interval(self, level: float = LEVEL) -> tuple[float, float | None] | None:
+        """The distribution-free interval of the median (order statistics, binomial coverage): the narrowest
+        [x_(j), x_(n+1-j)] that covers the median with probability >= level; None where the repeats are too few
+        (n < 6 at 95%). Its upper end is None where it is a repeat that never reached the target."""
+        xs, n = sorted(self.values), self.n
+        j = 0
+        while j + 1 <= n / 2 and 1 - 2 * sum(math.comb(n, i) for i in range(j + 1)) / 2 ** n >= level:
+            j += 1
+        if j == 0:
+            return None
+        lo = _finite(xs[j - 1])
+        return None if lo is None else (lo, _finite(xs[n - j]))
+
+    def spread(self) -> dict[str, Any]:
+        return {"median": self.median, "min": self.min, "max": self.max, "n": self.n, "interval": self.interval()}
+
+
+def _finite(x: float) -> float | None:
+    return None if math.isinf(x) else x
+
+
+class Repeats:
+    """The repeats of one cell: statistics over the ok ones, the status and reason of the others."""
+
+    def __init__(self, cell: str):
+        self.cell = cell
+        self.ok: list[dict[str, Any]] = []
+        self.not_ok: list[dict[str, Any]] = []
+        self._samples: dict[Any, Sample] = {}
+
+    def add(self, result: dict[str, Any]) -> None:
+        (self.ok if result.get("status") == "ok" else self.not_ok).append(result)
+        self._samples.clear()
+
+    @property
+    def first(self) -> dict[str, Any]:
+        return (self.ok or self.not_ok)[0]
+
+    @property
+    def repeats(self) -> int:
+        return len(self.ok) + len(self.not_ok)
+
+    def measure(self, key: str | Callable[[dict[str, Any]], Any]) -> Sample:
+        """A result field (or a function of one ok repeat) over the ok repeats."""
+        if key not in self._samples:
+            get = key if callable(key) else (lambda r: r.get(key))
+            self._samples[key] = Sample(tuple(get(r) for r in self.ok))
+        return self._samples[key]
+
+    def value(self, key: str) -> float | None:
+        """The median of a result field over the ok repeats (None where none gave a number)."""
+        return self.measure(key).median
+
+    @property
+    def time_to_target(self) -> Sample:
+        """Time to target over the ok repeats, one that never reached the target counting as infinitely slow."""
+        return Sample(tuple(r.get("time_to_target_s") for r in self.ok), slowest_if_missing=True)
+
+    def curve(self) -> Any:
+        """Figure 3's curve: that of the median repeat by time to target (never reached: slower than any that did,
+        those ordered by wall time)."""
+        def key(r):
+            t = r.get("time_to_target_s")
+            return (0, t) if _number(t) else (1, r.get("wall_s") or 0.0)
+        by_time = sorted(self.ok, key=key)
+        return by_time[len(by_time) // 2].get("curve") if by_time else None
+
+    def why_not(self) -> str:
+        r = self.not_ok[0] if self.not_ok else {}
+        reason = str(r.get("reason") or "").strip().splitlines()
+        why = f": {reason[0][:160]}" if reason else ""
+        return f"{self.cell} {r.get('status', 'not ok')}{why}"
+
+
+def summarise(results: Iterable[dict[str, Any]]) -> dict[str, Repeats]:
+    """Results (one per cell and repeat) grouped per cell, in the order their cells first appear."""
+    index: dict[str, Repeats] = {}
+    for r in results:
+        if r.get("cell"):
+            index.setdefault(r["cell"], Repeats(r["cell"])).add(r)
+    return index
+
+
+# -- operators ---------------------------------------------------------------------------------------------------
+PT_MODE = "eager"
+
+
+@dataclass
+class OpConfig:
+    """One operator configuration (op, dtype, direction, shape) and its cells per "framework/mode"."""
+
+    op: str
+    dtype: str | None
+    direction: str | None
+    shape: dict[str, Any]
+    cells: dict[str, Repeats] = field(default_factory=dict)
+
+    @property
+    def params(self) -> int | None:
+        s = self.cells.get(f"pytorch/{PT_MODE}") or next(iter(self.cells.values()))
+        return s.first.get("params")
+
+    @property
+    def throughput(self) -> dict[str, float]:
+        return {k: s.value("throughput") for k, s in self.cells.items()}
+
+    def ratio(self, ms_mode: str) -> float | None:
+        """MindSpore (ms_mode) throughput / PyTorch eager's; above 1: MindSpore faster. None unless both measured."""
+        ms, pt = self.throughput.get(f"mindspore/{ms_mode}"), self.throughput.get(f"pytorch/{PT_MODE}")
+        return arith.ratio(ms, pt) if ms else None
+
+    def cell_ids(self, ms_mode: str) -> list[str]:
+        return [self.cells[f"mindspore/{ms_mode}"].cell, self.cells[f"pytorch/{PT_MODE}"].cell]
+
+
+def operator_ratios(index: dict[str, Repeats]) -> list[OpConfig]:
+    """Every operator configuration with a throughput measured in any framework/mode, ordered by op, dtype,
+    direction and parameter count."""
+    cfg: dict[tuple, OpConfig] = {}
+    for s in index.values():
+        r = s.first
+        if r.get("kind") != "operator" or s.value("throughput") is None:
+            continue
+        shape = r.get("shape") or {}
+        key = (r["op"], r.get("dtype"), r.get("direction"), tuple(sorted(shape.items())))
+        cfg.setdefault(key, OpConfig(r["op"], r.get("dtype"), r.get("direction"), dict(key[3])))
+        cfg[key].cells[f"{r['framework']}/{r['mode']}"] = s
+    ordered = [cfg[k] for k in sorted(cfg, key=str)]
+    return sorted(ordered, key=lambda c: (c.op, c.dtype, c.direction, c.params))
