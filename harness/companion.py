@@ -7,9 +7,9 @@ the study used, and whether that hardware is this host's.
 
 from __future__ import annotations
 
-from statistics import median
 from typing import Any
 
+from harness import measure
 from harness.store import RunStore
 
 S1 = "Xia and Zhou, Performance Comparison between PyTorch and MindSpore (IJDMS 14(1/2), 2022)"
@@ -49,62 +49,52 @@ def matches(study_hardware: list[str], host_hw: str) -> str:
     return f"yes ({', '.join(hit)})" if hit else f"no: this host is {host_hw}"
 
 
-def _median(values):
-    values = [v for v in values if v is not None]
-    return median(values) if values else None
+def _cells(results: list[dict], kind: str, models=None) -> list[measure.Repeats]:
+    """The cells of a kind (and models) with an ok repeat; statistics over their ok repeats (harness.measure)."""
+    index = measure.summarise(r for r in results
+                              if r.get("kind") == kind and (models is None or r.get("model") in models))
+    return [s for s in index.values() if s.ok]
 
 
-def _group(results, key) -> dict[tuple, list[dict]]:
-    out: dict[tuple, list[dict]] = {}
-    for r in results:
-        if r.get("status") == "ok":
-            out.setdefault(key(r), []).append(r)
-    return out
+def _last_loss(r: dict) -> float | None:
+    return (r.get("epochs") or [{}])[-1].get("loss")
 
 
 def training_rows(results: list[dict]) -> list[dict]:
     rows = []
-    keyed = _group([r for r in results if r.get("kind") == "model" and r.get("model") in ("googlenet", "lstm")],
-                   lambda r: (r["model"], r["framework"], r["mode"], r["amp"]))
-    for (model, fw, mode, amp), rs in sorted(keyed.items()):
-        rows.append({"model": model, "framework": fw, "mode": mode, "amp": amp, "repeats": len(rs),
-                     "wall_s": _median([r.get("wall_s") for r in rs]),
-                     "loss": _median([(r.get("epochs") or [{}])[-1].get("loss") for r in rs]),
-                     "accuracy": _median([r.get("test_metric") for r in rs]),
-                     "time_to_target_s": _median([r.get("time_to_target_s") for r in rs]),
-                     "epochs": max(len(r.get("epochs") or []) for r in rs),
-                     "epoch_s": _median([e["train_s"] for r in rs for e in (r.get("epochs") or [])]),
-                     "synthetic": any(r.get("synthetic") for r in rs)})
-    return rows
+    for s in _cells(results, "model", ("googlenet", "lstm")):
+        f = s.first
+        epochs = measure.Sample(tuple(e["train_s"] for r in s.ok for e in (r.get("epochs") or [])))
+        rows.append({"model": f["model"], "framework": f["framework"], "mode": f["mode"], "amp": f["amp"],
+                     "repeats": len(s.ok), "wall_s": s.value("wall_s"), "loss": s.measure(_last_loss).median,
+                     "accuracy": s.value("test_metric"), "time_to_target_s": s.time_to_target.median,
+                     "epochs": max(len(r.get("epochs") or []) for r in s.ok), "epoch_s": epochs.median,
+                     "synthetic": any(r.get("synthetic") for r in s.ok)})
+    return sorted(rows, key=lambda r: (r["model"], r["framework"], r["mode"], r["amp"]))
 
 
 def inference_rows(results: list[dict]) -> list[dict]:
-    keyed = _group([r for r in results if r.get("kind") == "inference"],
-                   lambda r: (r["model"], r["framework"], r["mode"], r["amp"], r.get("batch")))
-    return [{"net": net, "framework": fw, "mode": mode, "amp": amp, "batch": b, "repeats": len(rs),
-             "images_s": _median([r.get("throughput") for r in rs]),
-             "median_ms": 1e3 * _median([r.get("median_s") for r in rs]),
-             "iqr_ms": 1e3 * _median([r.get("iqr_s") for r in rs])}
-            for (net, fw, mode, amp, b), rs in sorted(keyed.items(), key=_inference_order)]
-
-
-def _inference_order(kv):
-    return (*map(str, kv[0][:4]), kv[0][4])
+    rows = []
+    for s in _cells(results, "inference"):
+        f = s.first
+        rows.append({"net": f["model"], "framework": f["framework"], "mode": f["mode"], "amp": f["amp"],
+                     "batch": f.get("batch"), "repeats": len(s.ok), "images_s": s.value("throughput"),
+                     "median_ms": 1e3 * s.value("median_s"), "iqr_ms": 1e3 * s.value("iqr_s")})
+    return sorted(rows, key=lambda r: (*(str(r[k]) for k in ("net", "framework", "mode", "amp")), r["batch"]))
 
 
 def passes_rows(results: list[dict]) -> list[dict]:
-    keyed = _group([r for r in results if r.get("kind") == "passes"],
-                   lambda r: (r["model"], r["framework"], r["mode"], r.get("threads")))
     rows = []
-    for (model, fw, mode, threads), rs in sorted(keyed.items(), key=lambda kv: tuple(map(str, kv[0]))):
-        row = {"model": model, "framework": fw, "mode": mode, "threads": threads, "batch": rs[0].get("batch"),
-               "repeats": len(rs)}
+    for s in _cells(results, "passes"):
+        f = s.first
+        row = {"model": f["model"], "framework": f["framework"], "mode": f["mode"], "threads": f.get("threads"),
+               "batch": f.get("batch"), "repeats": len(s.ok)}
         for name in ("forward", "gradient"):
-            row[f"{name}_ms"] = 1e3 * _median([r.get(f"{name}_median_s") for r in rs])
-            row[f"{name}_iqr_ms"] = 1e3 * _median([r.get(f"{name}_iqr_s") for r in rs])
+            row[f"{name}_ms"] = 1e3 * s.value(f"{name}_median_s")
+            row[f"{name}_iqr_ms"] = 1e3 * s.value(f"{name}_iqr_s")
         row["ratio"] = row["gradient_ms"] / row["forward_ms"] if row["forward_ms"] else None
         rows.append(row)
-    return rows
+    return sorted(rows, key=lambda r: tuple(str(r[k]) for k in ("model", "framework", "mode", "threads")))
 
 
 def collect(hosts: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -15,13 +15,12 @@ import json
 import re
 import unicodedata
 from pathlib import Path
-from statistics import median
 from typing import Any
 
 import jinja2
 
-from harness import arith, companion, figures
 from harness import claims as claim_rules
+from harness import companion, figures, measure
 from harness.errors import HarnessError
 from harness.store import RunStore, write_atomic
 
@@ -65,13 +64,6 @@ def fmt(value: Any, digits: int = 1) -> str:
     return str(value)
 
 
-def _spread(values: list[float]) -> dict[str, Any]:
-    values = [v for v in values if v is not None]
-    if not values:
-        return {"median": None, "min": None, "max": None, "n": 0}
-    return {"median": median(values), "min": min(values), "max": max(values), "n": len(values)}
-
-
 def _host_labels(runs: list[tuple[Path, dict, dict]]) -> list[str]:
     """platform, or 'platform (hostname)' where two runs with different hosts share a platform."""
     hosts_per_platform: dict[str, set] = {}
@@ -83,29 +75,26 @@ def _host_labels(runs: list[tuple[Path, dict, dict]]) -> list[str]:
             else f"{meta.get('platform', '?')} ({env.get('hostname')})" for _, meta, env in runs]
 
 
-def _row(host: str, platform: str, cell: str, rs: list[dict[str, Any]]) -> dict[str, Any]:
-    ok = [r for r in rs if r.get("status") == "ok"]
-    first = (ok or rs)[0]
+def _row(host: str, s: measure.Repeats) -> dict[str, Any]:
+    """One (host, cell): its settings from its first repeat, every measured quantity as the spread over the ok ones."""
+    first = s.first
 
     def spread(key):
-        return _spread([r.get(key) for r in ok])
+        return s.measure(key).spread()
 
-    # Figure 3 draws one repeat's curve: the one whose time to target (else wall time) is the median.
-    by_time = sorted(ok, key=lambda r: (r.get("time_to_target_s") or r.get("wall_s") or 0.0))
-    curve = by_time[len(by_time) // 2].get("curve") if by_time else None
     return {
-        "host": host, "platform": platform, "cell": cell, "kind": first.get("kind"), "model": first.get("model"),
-        "framework": first.get("framework"), "mode": first.get("mode"), "amp": first.get("amp"),
-        "devices": first.get("devices"), "unit": first.get("throughput_unit"),
-        "status": "ok" if ok else first.get("status"), "repeats": len(rs), "repeats_ok": len(ok),
-        "synthetic": any(r.get("synthetic") for r in rs), "curve": curve,
+        "host": host, "platform": first.get("platform"), "cell": s.cell, "kind": first.get("kind"),
+        "model": first.get("model"), "framework": first.get("framework"), "mode": first.get("mode"),
+        "amp": first.get("amp"), "devices": first.get("devices"), "unit": first.get("throughput_unit"),
+        "status": "ok" if s.ok else first.get("status"), "repeats": s.repeats, "repeats_ok": len(s.ok),
+        "synthetic": any(r.get("synthetic") for r in s.ok + s.not_ok), "curve": s.curve(),
         "first_epoch": spread("first_epoch_throughput"), "other_epochs": spread("mean_throughput_other_epochs"),
-        "time_to_target": spread("time_to_target_s"), "best_metric": spread("best_metric"),
+        "time_to_target": s.time_to_target.spread(), "best_metric": spread("best_metric"),
         "test_metric": spread("test_metric"), "metric": first.get("metric"), "target": first.get("target"),
         "settings": first.get("settings"), "process_env": first.get("process_env"),
         # scaling cells
-        "global_throughput": spread("global_throughput")["median"], "efficiency": spread("efficiency")["median"],
-        "per_device_throughput": spread("per_device_throughput")["median"],
+        "global_throughput": s.value("global_throughput"), "efficiency": s.value("efficiency"),
+        "per_device_throughput": s.value("per_device_throughput"),
         # telemetry (null where the platform could not say)
         "peak_device_memory_mb": spread("peak_device_memory_mb"), "peak_rss_mb": spread("peak_rss_mb"),
         "mean_power_w": spread("mean_power_w"), "energy_j": spread("energy_j"),
@@ -126,7 +115,7 @@ def collect(runs: list[Path]) -> dict[str, Any]:
         store.require_run()
         loaded.append((Path(run), store.read_meta(), store.read_env()))
     labels = _host_labels(loaded)
-    hosts, groups, problems, results = [], {}, [], {}
+    hosts, problems, results = [], [], {}
     for (run, meta, env), label in zip(loaded, labels, strict=True):
         if label not in [h["label"] for h in hosts]:
             hosts.append({"label": label, "runs": [str(run)], "meta": meta, "env": env})
@@ -137,13 +126,11 @@ def collect(runs: list[Path]) -> dict[str, Any]:
             r = {**r, "platform": platform}
             if r.get("status") != "ok":
                 problems.append({**r, "host": label})
-            groups.setdefault((label, r["cell"]), []).append(r)
             results.setdefault(label, []).append(r)
-    rows = [_row(host, rs[0]["platform"], cell, rs) for (host, cell), rs in groups.items()]
-    order = {h["label"]: i for i, h in enumerate(hosts)}
-    rows.sort(key=lambda r: (order[r["host"]], r["cell"]))
+    index = {h["label"]: measure.summarise(results.get(h["label"], [])) for h in hosts}
+    rows = [_row(host, index[host][cell]) for host in index for cell in sorted(index[host])]
     profiles = sorted({h["meta"].get("profile") for h in hosts if h["meta"].get("profile")})
-    return {"hosts": hosts, "rows": rows, "problems": problems, "op_ratios": operator_ratios(rows),
+    return {"hosts": hosts, "rows": rows, "problems": problems, "op_ratios": operator_ratios(index),
             "table1": table1(rows, hosts), "settings": settings_summary(rows),
             "claims": {h["label"]: claim_rules.evaluate(results.get(h["label"], []), platform=h["meta"].get("platform"),
                                                         profile=h["meta"].get("profile")) for h in hosts},
@@ -234,26 +221,17 @@ def environment_rows(hosts: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{"what": names[k], "paper": PAPER_ENV[k], "hosts": [v[k] for v in per_host]} for k in names]
 
 
-def operator_ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per operator configuration and host: MindSpore throughput / PyTorch eager throughput, per MindSpore
-    mode (Figure 5's points; above 1 means MindSpore is faster)."""
-    by_config: dict[tuple, dict[str, Any]] = {}
-    for r in rows:
-        if r["kind"] != "operator" or r["throughput"]["median"] is None:
-            continue
-        key = (r["host"], r["op"], r["dtype"], r["direction"], tuple(sorted((r["shape"] or {}).items())))
-        entry = by_config.setdefault(key, {"host": r["host"], "platform": r["platform"], "op": r["op"],
-                                           "dtype": r["dtype"], "direction": r["direction"], "shape": r["shape"],
-                                           "params": r["params"], "throughput": {}})
-        entry["throughput"][f"{r['framework']}/{r['mode']}"] = r["throughput"]["median"]
+def operator_ratios(index: dict[str, dict[str, measure.Repeats]]) -> list[dict[str, Any]]:
+    """Per host and operator configuration (harness.measure.operator_ratios): MindSpore throughput / PyTorch eager
+    throughput per MindSpore mode (Figure 5's points and the operator table; above 1: MindSpore faster)."""
     out = []
-    for entry in by_config.values():
-        pt = entry["throughput"].get("pytorch/eager")
-        for mode in ("graph", "pynative"):
-            ms = entry["throughput"].get(f"mindspore/{mode}")
-            entry[f"ratio_{mode}"] = arith.ratio(ms, pt) if ms else None
-        out.append(entry)
-    return sorted(out, key=lambda e: (e["host"], e["op"], e["dtype"], e["direction"], e["params"]))
+    for host, cells in sorted(index.items(), key=lambda kv: kv[0]):
+        for c in measure.operator_ratios(cells):
+            out.append({"host": host, "platform": next(iter(c.cells.values())).first.get("platform"), "op": c.op,
+                        "dtype": c.dtype, "direction": c.direction, "shape": c.shape, "params": c.params,
+                        "throughput": c.throughput, "ratio_graph": c.ratio("graph"),
+                        "ratio_pynative": c.ratio("pynative")})
+    return out
 
 
 def make_figures(data: dict[str, Any], folder: Path) -> dict[str, dict[str, Any]]:
