@@ -1,6 +1,9 @@
 """Render the claims and the report of recorded results into a folder, to diff two versions of the harness.
 
-    python tools/compare_outputs.py OUT [PREFIX]   # then, after a change: ... OUT2; diff -r OUT OUT2
+    python tools/compare_outputs.py OUT [PREFIX]           # this checkout's harness
+    python tools/compare_outputs.py --at COMMIT OUT         # the harness and templates of COMMIT (git archive)
+    python tools/compare_outputs.py --explain               # where the old rules for a time to target disagreed
+    diff -r OUT_BEFORE OUT_AFTER
 
 PREFIX renders only the cases whose names start with it.
 
@@ -12,15 +15,20 @@ Cases (each a run folder rendered with `report.render`, and the claims evaluated
                   (LSTM/GoogLeNet training, inference, passes): the cases where the ways of combining repeats
                   can differ
 Per case: claims.json (every claim's fields), time_to_target.json, companion.json (the companion section's rows),
-report.html (figures' SVG included), report.tex and tables/*.tex. PDFs are not written out (they carry dates).
+figures.json (what the figures are drawn from: each row's curve and medians, the operator ratios), report.html
+(figures' SVG included), report.tex and tables/*.tex. PDFs are not written out (they carry dates).
 """
 
 from __future__ import annotations
 
 import copy
 import json
+import os
 import random
 import re
+import shutil
+import statistics
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -76,8 +84,9 @@ NUMBERS = ("first_epoch_throughput", "mean_throughput_other_epochs", "throughput
 
 
 def with_repeats(seed: int, quick: list[dict]) -> list[dict]:
-    """Every cell three times, numbers scaled per repeat; a time to target dropped (never reached) in about a
-    third of the repeats that have one, given to some that had none, and about one repeat in twelve failed."""
+    """Every cell three times, numbers (and the times of Figure 3's curve) scaled per repeat; a time to target
+    dropped (never reached) in about a third of the repeats that have one, given to some that had none, and about
+    one repeat in twelve failed."""
     rng = random.Random(seed)  # noqa: S311 (test data, seeded)
     base = quick + _companion_cells(rng, quick)
     out = []
@@ -87,6 +96,9 @@ def with_repeats(seed: int, quick: list[dict]) -> list[dict]:
             for key in NUMBERS:
                 if isinstance(c.get(key), int | float) and not isinstance(c.get(key), bool):
                     c[key] = c[key] * rng.uniform(0.8, 1.25)
+            if c.get("curve"):
+                f = rng.uniform(0.8, 1.25)
+                c["curve"] = [[t * f, v] for t, v in c["curve"]]
             if c["kind"] == "model":
                 if c.get("time_to_target_s") is not None and rng.random() < 0.35:
                     c["time_to_target_s"] = None
@@ -111,6 +123,9 @@ def cases() -> dict[str, list[dict]]:
     return out
 
 
+FIGURE_KEYS = ("host", "cell", "curve", "global_throughput", "efficiency", "other_epochs", "samples_per_joule")
+
+
 def normalise(text: str, work: Path) -> str:
     """The temporary folder's name and the date matplotlib writes into each SVG are the only parts that change
     from one rendering to the next."""
@@ -129,6 +144,10 @@ def render_case(name: str, results: list[dict], out: Path, work: Path) -> None:
     (dest / "time_to_target.json").write_text(json.dumps(claims.time_to_target_table(results, platform="cpu"),
                                                          indent=1, sort_keys=True))
     report.render([run], work / f"{name}-report")
+    data = report.collect([run])  # what the figures are drawn from, for a diff that needs no reading of SVG
+    (dest / "figures.json").write_text(json.dumps(
+        {"rows": [{k: r[k]["median"] if isinstance(r.get(k), dict) else r.get(k) for k in FIGURE_KEYS}
+                  for r in data["rows"]], "op_ratios": data["op_ratios"]}, indent=1, sort_keys=True))
     rendered = work / f"{name}-report"
     for path in [rendered / "report.html", rendered / "report.tex", *sorted((rendered / "tables").glob("*.tex"))]:
         target = dest / path.relative_to(rendered)
@@ -151,9 +170,49 @@ def render_all(out: Path, only: str | None = None) -> list[str]:
     return names
 
 
+def render_at(commit: str, out: Path) -> None:
+    """The same cases rendered by the harness (and templates) of an earlier commit, in a fresh process."""
+    with tempfile.TemporaryDirectory() as tmp:
+        archive = subprocess.run(["git", "-C", str(REPO), "archive", commit, "harness", "templates", "tests/fixtures"],
+                                 check=True, capture_output=True).stdout
+        subprocess.run(["tar", "-x", "-C", tmp], input=archive, check=True)
+        (Path(tmp) / "tools").mkdir()
+        shutil.copy(__file__, Path(tmp) / "tools" / "compare_outputs.py")
+        subprocess.run([sys.executable, str(Path(tmp) / "tools" / "compare_outputs.py"), str(out.resolve())],
+                       check=True, cwd=tmp, env={**os.environ, "PYTHONPATH": tmp})
+
+
+def ttt_rules(results: list[dict]) -> list[str]:
+    """Where the old ways of combining repeats disagreed on a time to target: per cell with an ok repeat that never
+    reached the target and one that did, the median over the repeats that reached it (the old report and companion
+    section), the median with the others infinitely slow (the claims, now everywhere), and which repeat's curve
+    Figure 3 draws before (by time to target, else wall time, else 0) and now (never reached: slowest)."""
+    from harness import measure
+
+    lines = []
+    for cell, s in sorted(measure.summarise(results).items()):
+        times = [r.get("time_to_target_s") for r in s.ok]
+        if None not in times or all(t is None for t in times):
+            continue
+        dropped = statistics.median([t for t in times if t is not None])
+        old_curve = sorted(s.ok, key=lambda r: r.get("time_to_target_s") or r.get("wall_s") or 0.0)[len(s.ok) // 2]
+        new_curve = s.curve()
+        lines.append(f"{cell}: times {[None if t is None else round(t, 3) for t in times]}; report and companion "
+                     f"{dropped:.3f} -> {s.time_to_target.median}; Figure 3 curve of repeat "
+                     f"{old_curve['repeat']} -> {next(r['repeat'] for r in s.ok if r['curve'] is new_curve)}")
+    return lines
+
+
 if __name__ == "__main__":
     sys.path.insert(0, str(REPO))
-    if len(sys.argv) not in (2, 3):
+    if sys.argv[1:2] == ["--explain"]:
+        for name, results in cases().items():
+            for line in ttt_rules(results):
+                print(f"{name} {line}")
+    elif sys.argv[1:2] == ["--at"] and len(sys.argv) == 4:
+        render_at(sys.argv[2], Path(sys.argv[3]))
+    elif len(sys.argv) in (2, 3):
+        done = render_all(Path(sys.argv[1]), *sys.argv[2:])
+        print(f"{len(done)} cases rendered into {sys.argv[1]}")
+    else:
         sys.exit(__doc__)
-    done = render_all(Path(sys.argv[1]), *sys.argv[2:])
-    print(f"{len(done)} cases rendered into {sys.argv[1]}")
