@@ -14,9 +14,13 @@ from __future__ import annotations
 import importlib
 from pathlib import Path
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 from harness.data.fetch import download, verify
 from harness.errors import HarnessError
+
+if TYPE_CHECKING:
+    from harness.context import CellContext
 
 
 def module(name: str) -> ModuleType:
@@ -24,6 +28,13 @@ def module(name: str) -> ModuleType:
         return importlib.import_module(f"harness.data.{name}")
     except ModuleNotFoundError:
         raise HarnessError(f"dataset '{name}' has no module harness/data/{name}.py; add one") from None
+
+
+def for_context(ctx: CellContext) -> dict:
+    """The cell's data in this process: its dataset's synthetic(seed) with synthetic data, else load(folder) from
+    the verified folder."""
+    ds = module(ctx.cell.spec["dataset"])
+    return ds.synthetic(ctx.seed) if ctx.synthetic else ds.load(ctx.data_folder)
 
 
 def prepare(name: str, data_dir: Path, allow_download: bool) -> Path:

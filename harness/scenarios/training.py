@@ -36,9 +36,7 @@ def run(ctx, backend, events) -> dict[str, Any]:
     spec = cell.spec
     build = model_module(cell.model, cell.framework).build  # import before the clock: not data work
     events.log("run_start", event_type=START)
-    ds = datasets.module(spec["dataset"])
-    data = ds.synthetic(ctx.seed) if ctx.synthetic else ds.load(ctx.data_folder)
-    workload = build(ctx, data)
+    workload = build(ctx, datasets.for_context(ctx))
     parts = spec.get("evals_per_epoch", 1)
     train = _trainer(workload, cell, parts)
     best = float("-inf")
