@@ -20,7 +20,7 @@ from harness.cell import Cell
 from harness.context import CellContext
 from harness.contracts import Backend
 from harness.frameworks import backend as load_backend
-from harness.scenarios.training import model_module
+from harness.models import model_module
 
 UNTIL = ("backend", "data", "workload")
 

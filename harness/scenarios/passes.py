@@ -16,7 +16,7 @@ from harness import data as datasets
 from harness import operators, passes
 from harness.errors import Unsupported
 from harness.eventlog import END, START
-from harness.scenarios.training import model_module
+from harness.models import model_module
 
 
 def _apply_threads(ctx, n: int) -> dict[str, Any]:
