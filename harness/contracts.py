@@ -73,8 +73,9 @@ class Workload(Protocol):
     """What a model file builds with `build(ctx, data)`."""
 
     samples_per_epoch: int
-    # The fp32 network, also under AMP (a copy cast for AMP is another attribute of the workload's own): `harness
-    # models` counts its parameters and layers through the back-end; the passes scenario times it.
+    # The network with its fp32 weights, also under AMP: a MindSpore workload keeps the copy it casts for AMP in
+    # another attribute; PyTorch's autocast leaves the network fp32 (apex O2, on Ascend only, casts it in place).
+    # `harness models` counts its parameters and layers through the back-end; the passes scenario times it.
     net: Any
 
     def train_epoch(self) -> float:
