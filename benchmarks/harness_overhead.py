@@ -30,8 +30,8 @@ sys.path.insert(0, str(REPO))
 from benchmarks.alternate import alternate  # noqa: E402
 from harness import data as datasets  # noqa: E402
 from harness import eventlog, matrix  # noqa: E402
-from harness.context import CellContext  # noqa: E402
 from harness.frameworks import backend as load_backend  # noqa: E402
+from harness.inprocess import set_up  # noqa: E402
 from harness.scenarios import training  # noqa: E402
 
 
@@ -43,12 +43,9 @@ def measure(cell_id: str, profile: str, epochs: int, rounds: int, data_dir: str 
     if train_samples:
         cell.spec["train_samples"] = train_samples
     folder = str(datasets.prepare(cell.spec["dataset"], Path(data_dir), False)) if data_dir else None
-    ctx = CellContext(cell=cell, platform="cpu", repeat=0, data_folder=folder, synthetic=folder is None)
-    backend = load_backend(cell.framework)
-    ctx.settings = backend.setup(ctx)
-    build = training.model_module(cell.model, cell.framework).build
-    ds = datasets.module(cell.spec["dataset"])
-    data = ds.load(folder) if folder else ds.synthetic(cell.seed)
+    s = set_up(cell, folder, until="data")  # the bare loop builds its own workloads on s.data
+    ctx, backend = s.ctx, s.backend
+
     def harness_loop() -> float:
         with tempfile.TemporaryDirectory() as tmp:
             events = eventlog.EventLog(Path(tmp) / "events.jsonl")
@@ -57,7 +54,7 @@ def measure(cell_id: str, profile: str, epochs: int, rounds: int, data_dir: str 
             return training.summarise(eventlog.read(Path(tmp) / "events.jsonl"), cell)["mean_throughput_other_epochs"]
 
     def bare_loop() -> float:
-        workload = build(ctx, data)
+        workload = s.build()
         workload.train_epoch()  # warm-up: the harness's first epoch is excluded too
         t = time.perf_counter()
         for _ in range(epochs - 1):

@@ -111,23 +111,19 @@ def reference_child(cell_id: str, profile: str, matrix_file: Path, data_dir: str
     import importlib
 
     from harness import data as datasets
-    from harness.context import CellContext
+    from harness.inprocess import set_up
 
     cell = next(c for c in matrix.load(matrix_file).expand(profile) if c.id == cell_id)
     dataset = cell.spec["dataset"]
     real = Path(data_dir, datasets.module(dataset).FOLDER).is_dir() and dataset != "cifar10"
     folder = str(datasets.prepare(dataset, Path(data_dir), False)) if real else None
-    ctx = CellContext(cell=cell, platform="cpu", repeat=0, data_folder=folder, synthetic=folder is None)
-    backend = load_backend(cell.framework)
-    ctx.settings = backend.setup(ctx)
-    ds = datasets.module(dataset)
-    data = ds.load(folder) if folder else ds.synthetic(cell.seed)
+    s = set_up(cell, folder, until="data")
     reference = importlib.import_module(f"benchmarks.reference.{cell.model}_{cell.framework}").build(
-        data, ctx.hparams, cell.spec, cell.seed, cell.amp)
+        s.data, s.ctx.hparams, cell.spec, cell.seed, cell.amp)
     reference.train_epoch(0)
     t = time.perf_counter()
     reference.train_epoch(1)
-    backend.synchronize(ctx)
+    s.backend.synchronize(s.ctx)
     return {"throughput": reference.samples_per_epoch / (time.perf_counter() - t)}
 
 

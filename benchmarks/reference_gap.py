@@ -37,9 +37,8 @@ sys.path.insert(0, str(REPO))
 from benchmarks.alternate import alternate  # noqa: E402
 from harness import cellid, envinfo, matrix  # noqa: E402
 from harness import data as datasets  # noqa: E402
-from harness.context import CellContext  # noqa: E402
 from harness.frameworks import backend as load_backend  # noqa: E402
-from harness.scenarios import training  # noqa: E402
+from harness.inprocess import set_up  # noqa: E402
 
 MODES = {"pytorch": ["eager"], "mindspore": ["graph", "pynative"]}
 AMP = {"pytorch": {"off": "off", "O2": "O2"}, "mindspore": {"off": "off", "O2": "O2"}}
@@ -59,14 +58,10 @@ def measure(cell_id: str, rounds: int, data_dir: str | None, profile: str = "qui
     if train_samples or cell.model in TRAIN_SAMPLES:
         cell.spec["train_samples"] = train_samples or TRAIN_SAMPLES[cell.model]
     folder = str(datasets.prepare(cell.spec["dataset"], Path(data_dir), False)) if data_dir else None
-    ctx = CellContext(cell=cell, platform="cpu", repeat=0, data_folder=folder, synthetic=folder is None)
-    backend = load_backend(cell.framework)
-    ctx.settings = backend.setup(ctx)
-    ds = datasets.module(cell.spec["dataset"])
-    data = ds.load(folder) if folder else ds.synthetic(cell.seed)
-    workload = training.model_module(cell.model, cell.framework).build(ctx, data)
+    s = set_up(cell, folder)
+    ctx, backend, workload = s.ctx, s.backend, s.workload
     ref_mod = importlib.import_module(f"benchmarks.reference.{cell.model}_{cell.framework}")
-    reference = ref_mod.build(data, ctx.hparams, cell.spec, cell.seed, cell.amp)
+    reference = ref_mod.build(s.data, ctx.hparams, cell.spec, cell.seed, cell.amp)
     next_epoch = {"reference": 0}
 
     def harness_block() -> float:

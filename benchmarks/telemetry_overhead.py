@@ -31,8 +31,8 @@ sys.path.insert(0, str(REPO))
 from benchmarks.alternate import alternate  # noqa: E402
 from harness import data as datasets  # noqa: E402
 from harness import eventlog, matrix, telemetry  # noqa: E402
-from harness.context import CellContext  # noqa: E402
 from harness.frameworks import backend as load_backend  # noqa: E402
+from harness.inprocess import set_up  # noqa: E402
 from harness.scenarios import training  # noqa: E402
 from harness.telemetry.cpu import CpuSource  # noqa: E402
 
@@ -53,9 +53,8 @@ def measure(cell_id: str, profile: str, epochs: int, rounds: int, data_dir: str 
     cell = next(c for c in matrix.load().expand(profile) if c.id == cell_id)
     cell.spec["epochs"] = epochs
     folder = str(datasets.prepare(cell.spec["dataset"], Path(data_dir), False)) if data_dir else None
-    ctx = CellContext(cell=cell, platform="cpu", repeat=0, data_folder=folder, synthetic=folder is None)
-    backend = load_backend(cell.framework)
-    ctx.settings = backend.setup(ctx)
+    s = set_up(cell, folder, until="backend")  # the training scenario loads the data and builds, as in the child
+    ctx, backend = s.ctx, s.backend
     env = {**os.environ, "HARNESS_TELEMETRY": "on"}
 
     def run(sampled: bool) -> tuple[float, int]:

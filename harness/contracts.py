@@ -1,8 +1,12 @@
 """The plug-in contracts, declared once. A framework back-end (`harness/frameworks/<fw>.py`), a scenario
 (`harness/scenarios/<name>.py`), a model file (`harness/models/<model>/<fw>.py`, whose `build` returns a
-Workload) and an operator file (`harness/operators/<fw>.py`) each provide exactly what these Protocols name,
-with these parameter names. tests/test_contracts.py checks every module against them, so adding a framework,
-model or scenario is guided by a failing test, and nobody probes with hasattr.
+Workload), an operator file (`harness/operators/<fw>.py`) and a dataset (`harness/data/<name>.py`) each provide
+exactly what these Protocols name, with these parameter names. tests/test_contracts.py checks every module against
+them, so adding a framework, model, dataset or scenario is guided by a failing test.
+
+What a plug-in may provide beyond its contract is a Protocol of its own here (PartialEpochWorkload,
+SelfPreparingDataset), checked by the same test; the code that uses it asks with isinstance, never with hasattr
+(tests/test_contracts.py fails on a hasattr in the harness other than on the standard library's os and tarfile).
 
 Modules satisfy a Protocol through their functions: `Backend` is what `harness.frameworks.backend(name)` returns.
 """
@@ -10,6 +14,7 @@ Modules satisfy a Protocol through their functions: `Backend` is what `harness.f
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
@@ -68,7 +73,10 @@ class Workload(Protocol):
     """What a model file builds with `build(ctx, data)`."""
 
     samples_per_epoch: int
-    net: Any  # the fp32 network, whose parameters and layers `harness models` counts through the back-end
+    # The network with its fp32 weights, also under AMP: a MindSpore workload keeps the copy it casts for AMP in
+    # another attribute; PyTorch's autocast leaves the network fp32 (apex O2, on Ascend only, casts it in place).
+    # `harness models` counts its parameters and layers through the back-end; the passes scenario times it.
+    net: Any
 
     def train_epoch(self) -> float:
         """One epoch; returns the mean loss as a Python float (which waits for the device)."""
@@ -120,3 +128,28 @@ class OperatorModule(Protocol):
     def build(self, op: str, shape: dict, dtype: str, direction: str, ctx: CellContext,
               arrays: dict) -> tuple[Callable[[], Any], Callable[[], None]]:
         """(run, sync): one iteration, and waiting for it."""
+
+
+@runtime_checkable
+class DatasetModule(Protocol):
+    """`harness/data/<name>.py` (harness.data.module(name)); further parameters of load and synthetic have
+    defaults."""
+
+    FOLDER: str             # the folder name under a data dir (laid out like ../shared/data)
+    FILES: dict[str, str]   # {file name: pinned sha256}
+    URLS: dict[str, str]    # {file name: download URL}
+
+    def load(self, folder: Path) -> dict:
+        """The real data, as numpy arrays, from the verified folder."""
+
+    def synthetic(self, seed: int) -> dict:
+        """A learnable stand-in of the same shapes, made from the seed."""
+
+
+@runtime_checkable
+class SelfPreparingDataset(DatasetModule, Protocol):
+    """A dataset that accepts several layouts of its files and verifies them itself (harness.data.prepare calls
+    it instead of checking FILES one by one)."""
+
+    def prepare(self, folder: Path, allow_download: bool) -> Path:
+        """The verified folder to load from, downloading what is missing where allowed."""

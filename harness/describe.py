@@ -10,11 +10,9 @@ import sys
 from pathlib import Path
 
 from harness import cellid, matrix
-from harness import data as datasets
 from harness.cell import Cell, model_spec
-from harness.context import CellContext
 from harness.frameworks import backend as load_backend
-from harness.scenarios.training import model_module
+from harness.inprocess import set_up
 
 REPO = Path(__file__).resolve().parent.parent
 # The mode used to build: the cheapest one each framework has (the counts do not depend on it).
@@ -29,13 +27,10 @@ def describe(model: str, framework: str, m: matrix.Matrix | None = None) -> dict
     cell = Cell(id=cellid.describe_id(model, framework), kind="model", model=model, framework=framework,
                 mode=BUILD_MODE[framework], amp="off", devices=1, repeats=1, timeout_s=0,
                 seed=int(m.data.get("defaults", {}).get("seed", 0)), spec=dict(spec))
-    ctx = CellContext(cell=cell, platform="cpu", repeat=0, data_folder=None, synthetic=True)
-    backend = load_backend(framework)
-    backend.setup(ctx)
-    wl = model_module(model, framework).build(ctx, datasets.module(spec["dataset"]).synthetic(cell.seed))
+    s = set_up(cell)
     # `net`: the workload's fp32 network (AMP is off here); the back-end counts it the same way for every model.
-    return {"model": model, "framework": framework, "parameters": backend.parameter_count(wl.net),
-            "layers": backend.layer_count(wl.net)}
+    return {"model": model, "framework": framework, "parameters": s.backend.parameter_count(s.workload.net),
+            "layers": s.backend.layer_count(s.workload.net)}
 
 
 def _describe_inference(name: str, framework: str, m: matrix.Matrix) -> dict:
@@ -47,9 +42,7 @@ def _describe_inference(name: str, framework: str, m: matrix.Matrix) -> dict:
     cell = Cell(id=cellid.describe_id(name, framework), kind="inference", model=name, framework=framework,
                 mode=BUILD_MODE[framework], amp="off", devices=1, repeats=1, timeout_s=0,
                 seed=int(m.data.get("defaults", {}).get("seed", 0)), spec={"net": name})
-    ctx = CellContext(cell=cell, platform="cpu", repeat=0, data_folder=None, synthetic=True)
-    backend = load_backend(framework)
-    backend.setup(ctx)
+    backend = set_up(cell, until="backend").backend
     net = importlib.import_module(f"harness.inference.{framework}").network(name, inference.weights(name, cell.seed))
     return {"model": name, "framework": framework, "parameters": backend.parameter_count(net),
             "layers": backend.layer_count(net)}

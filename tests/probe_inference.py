@@ -11,17 +11,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from harness import inference, matrix  # noqa: E402
 from harness.cell import Cell  # noqa: E402
-from harness.context import CellContext  # noqa: E402
-from harness.frameworks import backend  # noqa: E402
+from harness.inprocess import set_up  # noqa: E402
 
 
 def main(name: str, framework: str, mode: str, out: str) -> None:
     seed = int(matrix.load().data["defaults"]["seed"])
     cell = Cell(id="probe", kind="inference", model=name, framework=framework, mode=mode, amp="off",
                 devices=1, repeats=1, timeout_s=0, seed=seed, spec={"net": name, "batch": 2})
-    ctx = CellContext(cell=cell, platform="cpu", repeat=0, data_folder=None, synthetic=True)
-    be = backend(framework)
-    be.setup(ctx)
+    s = set_up(cell, until="backend")
+    ctx, be = s.ctx, s.backend
     impl = importlib.import_module(f"harness.inference.{framework}")
     weights = inference.weights(name, seed)
     forward = impl.forward(ctx, name, weights, inference.images(name, seed, 2))

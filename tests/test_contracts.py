@@ -1,7 +1,8 @@
-"""Conformance: every framework back-end, scenario, model file and operator file provides what
-harness/contracts.py declares, with the declared parameter names. Back-ends and scenarios are imported (they import
-no framework at module level); model and operator files are read as source (ast), so the check needs neither
-PyTorch nor MindSpore and a new model or framework that lacks a piece fails here, naming it."""
+"""Conformance: every framework back-end, scenario, model file, operator file and dataset provides what
+harness/contracts.py declares, with the declared parameter names. Back-ends, scenarios and datasets are imported (they
+import no framework at module level); model and operator files are read as source (ast), so the check needs neither
+PyTorch nor MindSpore and a new model or framework that lacks a piece fails here, naming it. No code probes with
+hasattr what a plug-in provides (what one may provide beyond its contract is a Protocol of its own)."""
 
 from __future__ import annotations
 
@@ -15,12 +16,15 @@ from types import SimpleNamespace
 import pytest
 
 from harness import contracts, frameworks, scenarios
+from harness import data as datasets
 from harness.scenarios import SCENARIO_FOR_KIND
 
 HARNESS = Path(__file__).resolve().parent.parent / "harness"
 FRAMEWORKS = sorted(m.name for m in pkgutil.iter_modules(frameworks.__path__))
 SCENARIOS = sorted(m.name for m in pkgutil.iter_modules(scenarios.__path__))
 MODELS = sorted(m.name for m in pkgutil.iter_modules([str(HARNESS / "models")]) if m.ispkg)
+DATA_HELPERS = {"archive", "fetch", "fixtures"}  # modules of harness/data that are not datasets
+DATASETS = sorted(m.name for m in pkgutil.iter_modules(datasets.__path__) if m.name not in DATA_HELPERS)
 
 
 def members(protocol) -> dict[str, list[str] | None]:
@@ -72,10 +76,17 @@ def source_functions(path: Path) -> tuple[dict[str, list[str]], dict[str, dict[s
     return funcs, classes
 
 
+def required_functions(mod) -> dict[str, list[str] | None]:
+    """Like module_functions, without the parameters that have defaults (a plug-in may take more)."""
+    return {k: [p.name for p in inspect.signature(v).parameters.values() if p.default is p.empty]
+            for k, v in vars(mod).items() if inspect.isfunction(v)}
+
+
 def test_every_kind_of_plug_in_is_found():
     assert FRAMEWORKS == ["mindspore", "pytorch"]
     assert {"training", "operator"} <= set(SCENARIOS)
     assert {"gcn", "resnet50", "gru"} <= set(MODELS)
+    assert {"cifar10", "cora", "imdb", "multi30k"} <= set(DATASETS)
 
 
 @pytest.mark.parametrize("name", FRAMEWORKS)
@@ -119,6 +130,35 @@ def test_the_target_profile_models_that_evaluate_within_an_epoch_can_train_in_pa
         if cell.spec.get("evals_per_epoch", 1) > 1:
             _, classes = source_functions(HARNESS / "models" / cell.model / f"{cell.framework}.py")
             assert any("train_part" in c for c in classes.values()), cell.id
+
+
+@pytest.mark.parametrize("name", DATASETS)
+def test_dataset_conforms(name):
+    mod = datasets.module(name)
+    provided = {**required_functions(mod), **{k: None for k in ("FOLDER", "FILES", "URLS") if k in vars(mod)}}
+    assert isinstance(mod, contracts.DatasetModule)
+    assert problems(contracts.DatasetModule, provided, f"harness/data/{name}.py") == []
+    if "prepare" in provided:                                     # optional; then it keeps its declared form
+        assert isinstance(mod, contracts.SelfPreparingDataset)
+        assert problems(contracts.SelfPreparingDataset, provided, f"harness/data/{name}.py") == []
+
+
+def test_every_dataset_of_the_matrix_is_a_dataset_module():
+    from harness import matrix
+
+    named = {m["dataset"] for m in matrix.load().data["models"].values()}
+    assert named <= set(DATASETS)
+
+
+def test_no_hasattr_probes_a_plug_in():
+    """contracts.py's promise: hasattr appears only on the standard library's modules (a platform's features)."""
+    found = []
+    for path in sorted(HARNESS.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "hasattr" and not (
+                    isinstance(node.args[0], ast.Name) and node.args[0].id in ("os", "tarfile")):
+                found.append(f"{path.relative_to(HARNESS.parent)}:{node.lineno}: {ast.unparse(node)}")
+    assert not found, found
 
 
 @pytest.mark.parametrize("framework", FRAMEWORKS)

@@ -28,12 +28,9 @@ CASES = [("gcn", "pytorch", "eager"), ("gcn", "mindspore", "graph"), ("gcn", "mi
 
 def _losses(model: str, framework: str, mode: str, amp: str) -> dict:
     """In this process: the harness workload's and the reference's losses over the first EPOCHS epochs."""
-    from harness import data as datasets
     from harness import matrix
     from harness.cell import Cell, model_spec
-    from harness.context import CellContext
-    from harness.frameworks import backend
-    from harness.scenarios.training import model_module
+    from harness.inprocess import set_up
 
     m = matrix.load()
     spec = model_spec(m.data["models"][model], "quick")
@@ -43,13 +40,11 @@ def _losses(model: str, framework: str, mode: str, amp: str) -> dict:
     spec["epochs"] = max(int(spec["epochs"]), EPOCHS)
     cell = Cell(id="reference", kind="model", model=model, framework=framework, mode=mode, amp=amp,
                 devices=1, repeats=1, timeout_s=0, seed=int(m.data["defaults"]["seed"]), spec=spec)
-    ctx = CellContext(cell=cell, platform="cpu", repeat=0, data_folder=None, synthetic=True)
-    ctx.settings = backend(framework).setup(ctx)
-    data = datasets.module(spec["dataset"]).synthetic(cell.seed)
-    workload = model_module(model, framework).build(ctx, data)
+    s = set_up(cell)
+    workload = s.workload
     harness_losses = [workload.train_epoch() for _ in range(EPOCHS)]
     reference = importlib.import_module(f"benchmarks.reference.{model}_{framework}").build(
-        data, spec["hparams"], spec, cell.seed, amp)
+        s.data, spec["hparams"], spec, cell.seed, amp)
     assert reference.samples_per_epoch == workload.samples_per_epoch
     reference_losses = [reference.train_epoch(epoch) for epoch in range(EPOCHS)]
     return {"harness": harness_losses, "reference": reference_losses}

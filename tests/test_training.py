@@ -14,6 +14,7 @@ class Scripted:
     """A workload whose validation metric follows a script: one value per epoch."""
 
     samples_per_epoch = 10
+    net = None
 
     def __init__(self, ctx, data, script):
         self.script = list(script)

@@ -10,7 +10,7 @@ from mindspore import Tensor, ops
 
 
 def build(ctx, model: str, workload, arrays):
-    net = workload.fp32_net if hasattr(workload, "fp32_net") else workload.net
+    net = workload.net  # the fp32 network (contracts.Workload)
     loss_cell = importlib.import_module(f"harness.models.{model}.mindspore").LossCell(net)
     tensors = [Tensor(a.astype(np.int32)) if a.dtype.kind in "iu" else Tensor(a) for a in arrays]
     inputs = tensors[:-1]

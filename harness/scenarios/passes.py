@@ -16,7 +16,7 @@ from harness import data as datasets
 from harness import operators, passes
 from harness.errors import Unsupported
 from harness.eventlog import END, START
-from harness.scenarios.training import model_module
+from harness.models import model_module
 
 
 def _apply_threads(ctx, n: int) -> dict[str, Any]:
@@ -41,8 +41,7 @@ def run(ctx, backend, events) -> dict[str, Any]:
     spec.setdefault("epochs", 1)  # a model without settings for this profile: its schedule needs an epoch count
     if "batch" in spec.get("hparams", {}):
         spec["hparams"] = {**spec["hparams"], "batch": batch}
-    ds = datasets.module(spec["dataset"])
-    data = ds.synthetic(ctx.seed) if ctx.synthetic else ds.load(ctx.data_folder)
+    data = datasets.for_context(ctx)
     if cell.model == "gcn":
         raise Unsupported("GCN trains full-batch on one graph: it has no batch of 16 to time")
     workload = model_module(cell.model, cell.framework).build(ctx, data)

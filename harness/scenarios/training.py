@@ -13,7 +13,6 @@ loss back) before the epoch's clock is read.
 from __future__ import annotations
 
 import hashlib
-import importlib
 import itertools
 import time
 from collections.abc import Callable
@@ -23,12 +22,10 @@ from typing import Any
 import numpy as np
 
 from harness import data as datasets
+from harness.contracts import PartialEpochWorkload
 from harness.errors import HarnessError
 from harness.eventlog import END, START
-
-
-def model_module(model: str, framework: str):
-    return importlib.import_module(f"harness.models.{model}.{framework}")
+from harness.models import model_module
 
 
 def run(ctx, backend, events) -> dict[str, Any]:
@@ -36,9 +33,7 @@ def run(ctx, backend, events) -> dict[str, Any]:
     spec = cell.spec
     build = model_module(cell.model, cell.framework).build  # import before the clock: not data work
     events.log("run_start", event_type=START)
-    ds = datasets.module(spec["dataset"])
-    data = ds.synthetic(ctx.seed) if ctx.synthetic else ds.load(ctx.data_folder)
-    workload = build(ctx, data)
+    workload = build(ctx, datasets.for_context(ctx))
     parts = spec.get("evals_per_epoch", 1)
     train = _trainer(workload, cell, parts)
     best = float("-inf")
@@ -72,7 +67,7 @@ def _trainer(workload, cell, parts: int) -> Callable[[int, int], tuple[float, in
     train_part where the profile evaluates several times an epoch."""
     if parts == 1:
         return lambda part, parts: (workload.train_epoch(), workload.samples_per_epoch)
-    if not hasattr(workload, "train_part"):
+    if not isinstance(workload, PartialEpochWorkload):
         raise HarnessError(f"model {cell.model} ({cell.framework}) cannot train an epoch in parts (its workload has "
                            f"no train_part); set evals_per_epoch = 1 for it in the matrix file")
     return workload.train_part

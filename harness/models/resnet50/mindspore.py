@@ -125,8 +125,8 @@ class Workload:
         self.samples_per_epoch = self.n_train // ctx.world_size  # this rank's share
         self.epoch = 0
         weights = init_weights(ctx.seed, data["num_classes"])
-        self.fp32_net = ResNet50(weights, data["num_classes"], hp)
-        named = {torch_name(n): p for n, p in self.fp32_net.parameters_and_names()}
+        self.net = ResNet50(weights, data["num_classes"], hp)
+        named = {torch_name(n): p for n, p in self.net.parameters_and_names()}
         if set(named) != set(weights):
             raise RuntimeError(f"weight names differ: {sorted(set(named) ^ set(weights))[:5]}")
         self.buffers = [p for p in named.values() if not p.requires_grad]  # BN moving statistics
@@ -138,17 +138,17 @@ class Workload:
         self.opt = nn.Momentum([{"params": decay, "weight_decay": hp["weight_decay"]},
                                 {"params": no_decay, "weight_decay": 0.0}],
                                learning_rate=Tensor(self.lrs), momentum=hp["momentum"], use_nesterov=False)
-        self.fp32_loss = LossCell(self.fp32_net)
+        self.fp32_loss = LossCell(self.net)
         # make_train_step: value_and_grad, loss scaling where loss_scaler(ctx) gives one (not with AMP off nor
         # on CPU), ops.depend(loss, update) so reading the loss waits for the update; ms.jit in GRAPH mode.
         self.fp32_step = make_train_step(ctx, self.fp32_loss, self.opt)
         if ctx.cell.amp == "off":
-            self.net, self.loss_cell, self.step = self.fp32_net, self.fp32_loss, self.fp32_step
+            self.run_net, self.loss_cell, self.step = self.net, self.fp32_loss, self.fp32_step
         else:
             # O2: fp16 except BatchNorm (and the loss, cast to fp32); O3: everything fp16. auto_mixed_precision
             # wraps the same Parameter objects, so the fp32 probe cells below see the trained weights.
-            self.net = amp_network(ctx, self._share(ResNet50(weights, data["num_classes"], hp)))
-            self.loss_cell = LossCell(self.net, cast=True)
+            self.run_net = amp_network(ctx, self._share(ResNet50(weights, data["num_classes"], hp)))
+            self.loss_cell = LossCell(self.run_net, cast=True)
             self.step = make_train_step(ctx, self.loss_cell, self.opt)
         # Dataset sinking (GRAPH mode on Ascend/GPU): the same batches, fed through a MindSpore dataset.
         sink, _ = dataset_sink(ctx, fixed_shapes=True)
@@ -160,7 +160,7 @@ class Workload:
     def _share(self, amp_net: nn.Cell) -> nn.Cell:
         """Make the AMP network use the fp32 network's Parameter objects (one set of weights, one optimiser);
         the two networks are built alike, so their parameters have the same names."""
-        mine = dict(self.fp32_net.parameters_and_names())  # names from the cell hierarchy, not Parameter.name
+        mine = dict(self.net.parameters_and_names())  # names from the cell hierarchy, not Parameter.name
         for cell_name, cell in amp_net.cells_and_names():
             for attr in list(cell._params):  # noqa: SLF001 - the cell's own parameters, by attribute
                 setattr(cell, attr, mine[f"{cell_name}.{attr}" if cell_name else attr])
@@ -173,7 +173,7 @@ class Workload:
             yield x, y.astype(np.int32)
 
     def train_epoch(self) -> float:
-        self.net.set_train(True)
+        self.run_net.set_train(True)
         self.epoch += 1
         if self.sunk is not None:
             return float(self.sunk().asnumpy())  # the epoch's last loss; asnumpy waits for the device
@@ -183,15 +183,15 @@ class Workload:
     def evaluate(self, split: str) -> float:
         """Top-1 accuracy on the first eval_samples test images. CIFAR-10 has no validation split, so
         'val' and 'test' both use the test set (as is usual for CIFAR-10)."""
-        self.net.set_train(False)
-        preds = [self.net(Tensor(x)).asnumpy().argmax(1)[:valid]
+        self.run_net.set_train(False)
+        preds = [self.run_net(Tensor(x)).asnumpy().argmax(1)[:valid]
                  for x, valid in eval_batches(self.data, self.n_eval, self.batch)]
         return accuracy(np.concatenate(preds), self.data["test_y"][:self.n_eval])
 
     def probe_forward(self) -> np.ndarray:
         """Eval-mode logits (fp32) of the first test images."""
-        self.fp32_net.set_train(False)
-        return self.fp32_net(self.probe_test).asnumpy()
+        self.net.set_train(False)
+        return self.net(self.probe_test).asnumpy()
 
     def probe_step(self) -> float:
         """One fp32 optimiser step (train mode, learning rate PROBE_LR) on the first training images,
@@ -199,7 +199,7 @@ class Workload:
         lrs, step = self.opt.learning_rate.learning_rate, self.opt.global_step  # the per-step list, its index
         saved_lrs, saved_step = lrs.asnumpy().copy(), step.asnumpy().copy()
         lrs.set_data(Tensor(np.full_like(saved_lrs, PROBE_LR)))
-        self.fp32_net.set_train(True)
+        self.net.set_train(True)
         loss = float(self.fp32_step(self.probe_x, self.probe_y).asnumpy())
         lrs.set_data(Tensor(saved_lrs))
         step.set_data(Tensor(saved_step))
@@ -209,7 +209,7 @@ class Workload:
         """The loss on the probe step's batch after the step, computed as the step computed it (BN with batch
         statistics), with the BN running statistics left as they were: see tests/test_cifar10.py."""
         saved = [p.asnumpy().copy() for p in self.buffers]
-        self.fp32_net.set_train(True)
+        self.net.set_train(True)
         loss = float(self.fp32_loss(self.probe_x, self.probe_y).asnumpy())
         for p, v in zip(self.buffers, saved, strict=True):
             p.set_data(Tensor(v))
@@ -218,7 +218,7 @@ class Workload:
     def state_arrays(self) -> list:
         # Trainable parameters: data parallelism keeps them equal on every rank (BatchNorm's running statistics
         # are each rank's own, so they are not compared).
-        return [p.asnumpy() for p in self.fp32_net.trainable_params()]
+        return [p.asnumpy() for p in self.net.trainable_params()]
 
 
 def build(ctx, data: dict) -> Workload:
