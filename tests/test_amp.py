@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from harness.frameworks import pytorch as pt
+from harness.models import _pytorch as pt
 
 
 def _ctx(platform, amp):

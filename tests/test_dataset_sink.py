@@ -9,7 +9,7 @@ import pytest
 
 ms = pytest.importorskip("mindspore")
 
-from harness.frameworks import mindspore as ms_backend  # noqa: E402
+from harness.models import _mindspore as ms_models  # noqa: E402
 
 
 def _ctx(platform, mode):
@@ -21,7 +21,7 @@ def _ctx(platform, mode):
     ("ascend", "pynative", True, False), ("cuda", "graph", False, False)])
 def test_sinking_only_in_graph_mode_on_devices_with_fixed_shapes(platform, mode, fixed, on):
     ctx = _ctx(platform, mode)
-    assert ms_backend.dataset_sink(ctx, fixed_shapes=fixed)[0] is on
+    assert ms_models.dataset_sink(ctx, fixed_shapes=fixed)[0] is on
     assert ctx.settings["dataset_sink"] is on and ctx.settings["dataset_sink_why"]
 
 
@@ -38,7 +38,7 @@ def test_sunk_epochs_feed_every_epoch_in_order(monkeypatch):
             yield rng.normal(size=(2, 3)).astype(np.float32), rng.integers(0, 10, 2).astype(np.int32)
 
     seen = []
-    sunk = ms_backend.SunkEpochs(lambda x, y: seen.append((x, y)) or float(x.sum()), batches, epochs=2,
+    sunk = ms_models.SunkEpochs(lambda x, y: seen.append((x, y)) or float(x.sum()), batches, epochs=2,
                                  steps_per_epoch=3, columns=["x", "y"])
     last = [sunk() for _ in range(2)]
     want = [b for epoch in range(2) for b in batches(epoch)]

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 from mindspore import Tensor, nn, ops
 
-from harness.frameworks.mindspore import amp_network
 from harness.inference import NETS, STEM_KERNEL
+from harness.models._mindspore import amp_network
 from harness.models.resnet50 import STEM
 from harness.models.resnet50.mindspore import ResNet50, conv
 

@@ -6,8 +6,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from harness.frameworks.pytorch import autocast, compiled, device, synchronize
+from harness.frameworks.pytorch import device, synchronize
 from harness.inference import NETS, STEM_KERNEL
+from harness.models._pytorch import autocast, compiled
 from harness.models.resnet50 import STEM
 from harness.models.resnet50.pytorch import ResNet50, load_weights
 

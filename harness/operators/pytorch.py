@@ -5,7 +5,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from harness.frameworks.pytorch import compiled, device, synchronize
+from harness.frameworks.pytorch import device, synchronize
+from harness.models._pytorch import compiled
 from harness.operators import BN_EPS, BN_MOMENTUM_PT
 
 DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}

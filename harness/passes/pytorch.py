@@ -7,7 +7,8 @@ import importlib
 import torch
 import torch.nn.functional as F
 
-from harness.frameworks.pytorch import compiled, device, synchronize
+from harness.frameworks.pytorch import device, synchronize
+from harness.models._pytorch import compiled
 
 
 def _loss(model: str):

@@ -6,7 +6,7 @@ import mindspore as ms
 import numpy as np
 from mindspore import Tensor, nn, ops
 
-from harness.frameworks.mindspore import amp_network, make_train_step
+from harness.models._mindspore import amp_network, make_train_step
 from harness.models.gcn import accuracy, init_weights
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from mindspore import Tensor, nn, ops
 
-from harness.frameworks.mindspore import amp_network, make_train_step
+from harness.models._mindspore import amp_network, make_train_step
 from harness.models.googlenet import FEATURES, INCEPTION, POOL_AFTER, PROBE_LR, decays, init_weights
 from harness.models.resnet50 import accuracy, epoch_batches, eval_batches, limits, lr_schedule, probe_batches
 from harness.models.resnet50.mindspore import LossCell, torch_name  # the same loss and parameter names

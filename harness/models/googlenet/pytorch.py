@@ -7,8 +7,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from harness.frameworks.pytorch import compiled, mixed_precision
 from harness.frameworks.pytorch import device as device_of
+from harness.models._pytorch import compiled, mixed_precision
 from harness.models.googlenet import FEATURES, INCEPTION, POOL_AFTER, PROBE_LR, decays, init_weights
 from harness.models.resnet50 import accuracy, epoch_batches, eval_batches, limits, lr_schedule, probe_batches
 from harness.models.resnet50.pytorch import load_weights

@@ -7,8 +7,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from harness.frameworks.pytorch import compiled, mixed_precision
 from harness.frameworks.pytorch import device as device_of
+from harness.models._pytorch import compiled, mixed_precision
 from harness.models.gru import PAD, Corpus, bleu, greedy_decode, init_weights
 
 

@@ -11,7 +11,7 @@ import mindspore as ms
 import numpy as np
 from mindspore import Tensor, nn, ops
 
-from harness.frameworks.mindspore import amp_network, make_train_step
+from harness.models._mindspore import amp_network, make_train_step
 from harness.models.lstm import Corpus, init_weights
 from harness.models.lstm.pytorch import PROBE_LR
 

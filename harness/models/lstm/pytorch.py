@@ -7,8 +7,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from harness.frameworks.pytorch import compiled, mixed_precision
 from harness.frameworks.pytorch import device as device_of
+from harness.models._pytorch import compiled, mixed_precision
 from harness.models.lstm import Corpus, init_weights
 
 PROBE_LR = 1e-3

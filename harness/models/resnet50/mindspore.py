@@ -12,7 +12,7 @@ import mindspore as ms
 import numpy as np
 from mindspore import Tensor, nn, ops
 
-from harness.frameworks.mindspore import (
+from harness.models._mindspore import (
     SunkEpochs,
     amp_network,
     dataset_sink,

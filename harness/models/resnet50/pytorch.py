@@ -7,8 +7,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from harness.frameworks.pytorch import compiled, data_parallel, mixed_precision
 from harness.frameworks.pytorch import device as device_of
+from harness.models._pytorch import compiled, data_parallel, mixed_precision
 from harness.models.resnet50 import (
     PROBE_LR,
     STAGES,
