@@ -1,12 +1,17 @@
 """The plug-in contracts, declared once. A framework back-end (`harness/frameworks/<fw>.py`), a scenario
-(`harness/scenarios/<name>.py`), a model file (`harness/models/<model>/<fw>.py`, whose `build` returns a
-Workload), an operator file (`harness/operators/<fw>.py`) and a dataset (`harness/data/<name>.py`) each provide
-exactly what these Protocols name, with these parameter names. tests/test_contracts.py checks every module against
-them, so adding a framework, model, dataset or scenario is guided by a failing test.
+(`harness/scenarios/<name>.py`), a model package (`harness/models/<model>/__init__.py`, which declares what it
+provides for the passes scenario) and its model files (`harness/models/<model>/<fw>.py`, whose `build` returns a
+Workload), an operator file (`harness/operators/<fw>.py`), a passes file (`harness/passes/<fw>.py`), an inference file
+(`harness/inference/<fw>.py`) and a dataset (`harness/data/<name>.py`) each provide exactly what these Protocols name,
+with these parameter names. tests/test_contracts.py checks every module against them, so adding a framework, model,
+dataset or scenario is guided by a failing test.
 
 What a plug-in may provide beyond its contract is a Protocol of its own here (PartialEpochWorkload,
 SelfPreparingDataset), checked by the same test; the code that uses it asks with isinstance, never with hasattr
 (tests/test_contracts.py fails on a hasattr in the harness other than on the standard library's os and tarfile).
+Nor does it ask for a model by name: what differs between models is what the model declares (PassesModel,
+NoPassesModel, PassesModelModule), and the same test fails on a model's name in harness/passes, harness/scenarios or
+harness/inference.
 
 Modules satisfy a Protocol through their functions: `Backend` is what `harness.frameworks.backend(name)` returns.
 """
@@ -18,6 +23,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from harness.cell import Cell
     from harness.context import CellContext
     from harness.eventlog import EventLog
@@ -119,6 +126,60 @@ class ModelModule(Protocol):
 
     def build(self, ctx: CellContext, data: dict) -> ProbedWorkload:
         """The workload, built from the shared numpy weights and the data."""
+
+
+@runtime_checkable
+class PassesModel(Protocol):
+    """`harness/models/<model>/__init__.py` of a model the passes scenario times (S4: forward and gradient at a
+    fixed batch)."""
+
+    def pass_batch(self, workload: Workload, data: dict, batch: int) -> tuple[np.ndarray, ...]:
+        """The first `batch` training samples, unshuffled, the same numpy arrays for every framework (made from the
+        model's own workload and data): the inputs first, the target last; integer arrays are ids or labels."""
+
+
+@runtime_checkable
+class NoPassesModel(Protocol):
+    """`harness/models/<model>/__init__.py` of a model that has no fixed batch to time (GCN trains full-batch on one
+    graph). The passes scenario raises NO_PASSES as harness.errors.Unsupported, before it builds anything."""
+
+    NO_PASSES: str
+
+
+@runtime_checkable
+class PassesModelModule(ModelModule, Protocol):
+    """`harness/models/<model>/<framework>.py` of a PassesModel."""
+
+    def pass_loss(self, net: Any) -> Callable[..., Any]:
+        """The gradient pass's loss on `net`: called with the batch's tensors in pass_batch's order, it returns the
+        mean loss the model trains with, in fp32. MindSpore: an nn.Cell (value_and_grad differentiates it)."""
+
+
+@runtime_checkable
+class PassesModule(Protocol):
+    """`harness/passes/<framework>.py`."""
+
+    def build(self, ctx: CellContext, model: PassesModelModule, workload: Workload, arrays: tuple
+              ) -> tuple[Callable[[], Any], Callable[[], Any], Callable[[], None]]:
+        """(forward, gradient, sync) on the workload's fp32 `net` and the batch `arrays` (PassesModel.pass_batch):
+        one eval-mode forward pass without gradients; one train-mode forward and backward of `model.pass_loss`
+        that computes the parameters' gradients without updating them; waiting for either."""
+
+
+@runtime_checkable
+class InferenceModule(Protocol):
+    """`harness/inference/<framework>.py`, for a net of harness.inference.NETS."""
+
+    def network(self, name: str, weights: dict) -> Any:
+        """The fp32 network in eval mode, from the shared numpy weights."""
+
+    def build(self, ctx: CellContext, name: str, batch: int, weights: dict, images: np.ndarray
+              ) -> tuple[Callable[[], Any], Callable[[], None], Any]:
+        """(run, sync, net): one eval-mode forward pass of `images` without gradients at the cell's AMP level, waiting
+        for it, and the fp32 network (the back-end's parameter_count / layer_count measure it)."""
+
+    def forward(self, ctx: CellContext, name: str, weights: dict, images: np.ndarray) -> np.ndarray:
+        """fp32 eval-mode logits as numpy (the tests compare the two frameworks')."""
 
 
 @runtime_checkable

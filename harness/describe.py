@@ -35,15 +35,13 @@ def describe(model: str, framework: str, m: matrix.Matrix | None = None) -> dict
 
 def _describe_inference(name: str, framework: str, m: matrix.Matrix) -> dict:
     """An inference net ([inference.NAME]): built from its shared numpy weights, counted by the back-end."""
-    import importlib
-
     from harness import inference
 
     cell = Cell(id=cellid.describe_id(name, framework), kind="inference", model=name, framework=framework,
                 mode=BUILD_MODE[framework], amp="off", devices=1, repeats=1, timeout_s=0,
                 seed=int(m.data.get("defaults", {}).get("seed", 0)), spec={"net": name})
     backend = set_up(cell, until="backend").backend
-    net = importlib.import_module(f"harness.inference.{framework}").network(name, inference.weights(name, cell.seed))
+    net = inference.module(framework).network(name, inference.weights(name, cell.seed))
     return {"model": name, "framework": framework, "parameters": backend.parameter_count(net),
             "layers": backend.layer_count(net)}
 

@@ -1,7 +1,6 @@
 """`python tests/probe_inference.py NET FRAMEWORK MODE OUT.npz`: build an inference net from the shared numpy weights
 and save its fp32 eval-mode logits on two synthetic images, and its parameter and layer counts."""
 
-import importlib
 import sys
 from pathlib import Path
 
@@ -20,7 +19,7 @@ def main(name: str, framework: str, mode: str, out: str) -> None:
                 devices=1, repeats=1, timeout_s=0, seed=seed, spec={"net": name, "batch": 2})
     s = set_up(cell, until="backend")
     ctx, be = s.ctx, s.backend
-    impl = importlib.import_module(f"harness.inference.{framework}")
+    impl = inference.module(framework)
     weights = inference.weights(name, seed)
     forward = impl.forward(ctx, name, weights, inference.images(name, seed, 2))
     net = impl.network(name, weights)

@@ -1,8 +1,9 @@
-"""Conformance: every framework back-end, scenario, model file, operator file and dataset provides what
-harness/contracts.py declares, with the declared parameter names. Back-ends, scenarios and datasets are imported (they
-import no framework at module level); model and operator files are read as source (ast), so the check needs neither
-PyTorch nor MindSpore and a new model or framework that lacks a piece fails here, naming it. No code probes with
-hasattr what a plug-in provides (what one may provide beyond its contract is a Protocol of its own)."""
+"""Conformance: every framework back-end, scenario, model package and model file, operator, passes and inference
+file and dataset provides what harness/contracts.py declares, with the declared parameter names. Back-ends, scenarios,
+model packages and datasets are imported (they import no framework at module level); model, operator, passes and
+inference files are read as source (ast), so the check needs neither PyTorch nor MindSpore and a new model or framework
+that lacks a piece fails here, naming it. No code probes with hasattr what a plug-in provides (what one may provide
+beyond its contract is a Protocol of its own), and none that runs models asks for one by name."""
 
 from __future__ import annotations
 
@@ -15,8 +16,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness import contracts, frameworks, scenarios
+from harness import contracts, frameworks, matrix, scenarios
 from harness import data as datasets
+from harness.models import model_package
 from harness.scenarios import SCENARIO_FOR_KIND
 
 HARNESS = Path(__file__).resolve().parent.parent / "harness"
@@ -25,6 +27,9 @@ SCENARIOS = sorted(m.name for m in pkgutil.iter_modules(scenarios.__path__))
 MODELS = sorted(m.name for m in pkgutil.iter_modules([str(HARNESS / "models")]) if m.ispkg)
 DATA_HELPERS = {"archive", "fetch", "fixtures"}  # modules of harness/data that are not datasets
 DATASETS = sorted(m.name for m in pkgutil.iter_modules(datasets.__path__) if m.name not in DATA_HELPERS)
+# One file per framework in each of these folders, and the contract it keeps.
+PER_FRAMEWORK = {"operators": contracts.OperatorModule, "passes": contracts.PassesModule,
+                 "inference": contracts.InferenceModule}
 
 
 def members(protocol) -> dict[str, list[str] | None]:
@@ -123,9 +128,26 @@ def test_model_file_builds_a_workload_that_conforms(model, framework):
         assert problems(contracts.PartialEpochWorkload, classes[returned[0]], f"{path}: {returned[0]}") == []
 
 
-def test_the_target_profile_models_that_evaluate_within_an_epoch_can_train_in_parts():
-    from harness import matrix
+@pytest.mark.parametrize("model", MODELS)
+def test_model_declares_what_it_provides_for_the_passes(model):
+    """Either a batch (its package) and a loss (each model file), or why it has no passes: one of the two."""
+    package, where = model_package(model), f"harness/models/{model}/__init__.py"
+    timed, untimed = isinstance(package, contracts.PassesModel), isinstance(package, contracts.NoPassesModel)
+    assert timed != untimed, f"{where}: declare pass_batch (contracts.PassesModel) or NO_PASSES (NoPassesModel)"
+    if untimed:
+        assert isinstance(package.NO_PASSES, str) and package.NO_PASSES
+    else:
+        assert problems(contracts.PassesModel, module_functions(package), where) == []
+    for framework in FRAMEWORKS:
+        path = HARNESS / "models" / model / f"{framework}.py"
+        funcs, _ = source_functions(path)
+        if timed:
+            assert problems(contracts.PassesModelModule, funcs, str(path)) == []
+        else:
+            assert "pass_loss" not in funcs, f"{path}: a pass_loss for a model that declares NO_PASSES"
 
+
+def test_the_target_profile_models_that_evaluate_within_an_epoch_can_train_in_parts():
     for cell in matrix.load().expand("target"):
         if cell.spec.get("evals_per_epoch", 1) > 1:
             _, classes = source_functions(HARNESS / "models" / cell.model / f"{cell.framework}.py")
@@ -144,8 +166,6 @@ def test_dataset_conforms(name):
 
 
 def test_every_dataset_of_the_matrix_is_a_dataset_module():
-    from harness import matrix
-
     named = {m["dataset"] for m in matrix.load().data["models"].values()}
     assert named <= set(DATASETS)
 
@@ -161,11 +181,29 @@ def test_no_hasattr_probes_a_plug_in():
     assert not found, found
 
 
-@pytest.mark.parametrize("framework", FRAMEWORKS)
-def test_operator_file_conforms(framework):
-    path = HARNESS / "operators" / f"{framework}.py"
+@pytest.mark.parametrize("folder, framework", [(d, f) for d in PER_FRAMEWORK for f in FRAMEWORKS])
+def test_operator_passes_and_inference_files_conform(folder, framework):
+    path = HARNESS / folder / f"{framework}.py"
+    assert path.is_file(), f"framework {framework} has no {folder} file {path}"
     funcs, _ = source_functions(path)
-    assert problems(contracts.OperatorModule, funcs, str(path)) == []
+    assert problems(PER_FRAMEWORK[folder], funcs, str(path)) == []
+
+
+def model_names_in(source: str, names: set[str]) -> list[tuple[int, str]]:
+    """(line, name) of every string constant in the source that is a model's name."""
+    return [(n.lineno, n.value) for n in ast.walk(ast.parse(source))
+            if isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value in names]
+
+
+def test_no_code_that_runs_models_asks_for_one_by_name():
+    """What differs between models is what each declares (contracts.PassesModel, NoPassesModel, PassesModelModule);
+    the passes, the scenarios and the inference nets name no model of the matrix."""
+    names = set(matrix.load().data["models"])
+    found = [f"{path.relative_to(HARNESS.parent)}:{line}: {name!r}"
+             for folder in ("passes", "scenarios", "inference") for path in sorted((HARNESS / folder).rglob("*.py"))
+             for line, name in model_names_in(path.read_text(), names)]
+    assert not found, found
+    assert model_names_in('if model == "gru":\n    loss = masked_ce\n', names) == [(1, "gru")]  # the check can fail
 
 
 def test_the_check_fails_for_a_plug_in_that_lacks_a_piece_or_misnames_a_parameter():

@@ -1,9 +1,10 @@
 """Inference nets (S1 Table 4, S2's feature extraction), framework-neutral parts.
 
-One file per framework (`harness/inference/<framework>.py`) provides
+One file per framework (`harness/inference/<framework>.py`, a `contracts.InferenceModule`) provides
     build(ctx, name, batch, weights, images) -> (run, sync, net)
 where `run()` is one forward pass of the batch in eval mode without gradients, at the cell's AMP level, `sync()`
-waits for it, and `net` is the fp32 network the back-end's `parameter_count` / `layer_count` measure.
+waits for it, and `net` is the fp32 network the back-end's `parameter_count` / `layer_count` measure; and
+`network(name, weights)` and `forward(ctx, name, weights, images)`, which the tests compare across frameworks.
 
 `resnet50_imagenet`: ResNet-50 in torchvision's layout at ImageNet shape: 7x7/64 stride-2 stem convolution without
 bias, BN, ReLU, 3x3 stride-2 max-pool (padding 1), the bottleneck stages of harness/models/resnet50 (v1.5: stride on
@@ -16,12 +17,21 @@ network does not depend on the pixel values, only on the shape.
 
 from __future__ import annotations
 
+import importlib
+from typing import cast
+
 import numpy as np
 
+from harness.contracts import InferenceModule
 from harness.models import resnet50
 
 NETS = {"resnet50_imagenet": {"image": 224, "num_classes": 1000, "parameters": 25_557_032}}
 STEM_KERNEL = 7
+
+
+def module(framework: str) -> InferenceModule:
+    """`harness/inference/<framework>.py`."""
+    return cast(InferenceModule, importlib.import_module(f"harness.inference.{framework}"))
 
 
 def input_shape(name: str, batch: int) -> tuple[int, int, int, int]:

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import importlib
-
 import mindspore as ms
 import numpy as np
 from mindspore import Tensor, ops
 
 
-def build(ctx, model: str, workload, arrays):
+def build(ctx, model, workload, arrays):
     net = workload.net  # the fp32 network (contracts.Workload)
-    loss_cell = importlib.import_module(f"harness.models.{model}.mindspore").LossCell(net)
+    loss_cell = model.pass_loss(net)
     tensors = [Tensor(a.astype(np.int32)) if a.dtype.kind in "iu" else Tensor(a) for a in arrays]
     inputs = tensors[:-1]
     grad_fn = ms.value_and_grad(loss_cell, None, net.trainable_params())

@@ -7,7 +7,6 @@ the batch is on the device before timing starts, as in S1's and S2's inference f
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 from harness import inference, operators
@@ -17,7 +16,7 @@ from harness.eventlog import END, START
 def run(ctx, backend, events) -> dict[str, Any]:
     cell = ctx.cell
     name, batch = cell.spec["net"], int(cell.spec["batch"])
-    impl = importlib.import_module(f"harness.inference.{cell.framework}")
+    impl = inference.module(cell.framework)
     run_once, sync, net = impl.build(ctx, name, batch, inference.weights(name, cell.seed),
                                      inference.images(name, cell.seed, batch))
     events.log("run_start", event_type=START)

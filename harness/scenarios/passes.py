@@ -9,14 +9,12 @@ kernels' thread pool). `all` is the number of cores this process may run on."""
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 from harness import data as datasets
 from harness import operators, passes
 from harness.errors import Unsupported
 from harness.eventlog import END, START
-from harness.models import model_module
 
 
 def _apply_threads(ctx, n: int) -> dict[str, Any]:
@@ -42,11 +40,10 @@ def run(ctx, backend, events) -> dict[str, Any]:
     if "batch" in spec.get("hparams", {}):
         spec["hparams"] = {**spec["hparams"], "batch": batch}
     data = datasets.for_context(ctx)
-    if cell.model == "gcn":
-        raise Unsupported("GCN trains full-batch on one graph: it has no batch of 16 to time")
-    workload = model_module(cell.model, cell.framework).build(ctx, data)
-    impl = importlib.import_module(f"harness.passes.{cell.framework}")
-    forward, gradient, sync = impl.build(ctx, cell.model, workload, passes.arrays(cell.model, workload, data, batch))
+    package, model = passes.model_parts(cell.model, cell.framework)  # Unsupported for a model without passes (GCN)
+    workload = model.build(ctx, data)
+    forward, gradient, sync = passes.module(cell.framework).build(ctx, model, workload,
+                                                                  package.pass_batch(workload, data, batch))
     events.log("run_start", event_type=START)
     timing = {name: operators.blocked_time(fn, sync, **spec.get("timing", {}))
               for name, fn in (("forward", forward), ("gradient", gradient))}

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 
+# contracts.NoPassesModel: the passes scenario (S4) times a fixed batch of training samples, which GCN does not have.
+NO_PASSES = "GCN trains full-batch on one graph: it has no batch of 16 to time"
+
 
 def glorot(rng: np.random.RandomState, fan_in: int, fan_out: int) -> np.ndarray:
     limit = np.sqrt(6.0 / (fan_in + fan_out))

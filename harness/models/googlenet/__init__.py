@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from harness.models.resnet50 import pass_batch as pass_batch  # contracts.PassesModel: the same CIFAR-10 batch
+
 # name, in, 1x1, 3x3 reduce, 3x3, "5x5" reduce, "5x5", pool projection
 INCEPTION = (("3a", 192, 64, 96, 128, 16, 32, 32), ("3b", 256, 128, 128, 192, 32, 96, 64),
              ("4a", 480, 192, 96, 208, 16, 48, 64), ("4b", 512, 160, 112, 224, 24, 64, 64),

@@ -151,3 +151,8 @@ class Workload:
 
 def build(ctx, data: dict) -> Workload:
     return Workload(ctx, data)
+
+
+def pass_loss(net: nn.Cell) -> nn.Cell:
+    """contracts.PassesModelModule: ResNet50's loss, as training uses it, without the AMP cast (`net` is fp32)."""
+    return LossCell(net)

@@ -162,6 +162,11 @@ class Corpus:
         return self.batch(split, np.arange(min(8, len(self.refs[split]))), 8)
 
 
+def pass_batch(workload, data: dict, batch: int) -> tuple[np.ndarray, ...]:
+    """contracts.PassesModel: the first `batch` training pairs of the workload's corpus (src, last, tgt_in, tgt_out)."""
+    return workload.corpus.batch("train", np.arange(batch), batch)
+
+
 def init_weights(seed: int, src_vocab: int, tgt_vocab: int, emb: int, hidden: int) -> dict[str, np.ndarray]:
     """Initial weights, made once from the seed and loaded into either framework. GRU weights in the
     layout both torch.nn.GRU and mindspore.nn.GRU use: weight_ih (3H, in), weight_hh (3H, H), biases

@@ -88,6 +88,12 @@ class Corpus:
         return a["ids"][:PROBE], a["last"][:PROBE], a["label"][:PROBE]
 
 
+def pass_batch(workload, data: dict, batch: int) -> tuple[np.ndarray, ...]:
+    """contracts.PassesModel: the first `batch` rows of the workload's training split (ids, last, label)."""
+    a = workload.corpus.split["train"]
+    return a["ids"][:batch], a["last"][:batch], a["label"][:batch]
+
+
 def init_weights(seed: int, vocab: int, emb: int, hidden: int, layers: int, classes: int = 2) -> dict[str, np.ndarray]:
     """Embedding N(0, 1) (both frameworks' default); LSTM and dense U(-1/sqrt(H), 1/sqrt(H)) (torch's defaults). LSTM
     weights in the layout torch.nn.LSTM and mindspore.nn.LSTM share: weight_ih_lK (4H, in), weight_hh_lK (4H, H),

@@ -99,3 +99,8 @@ class Workload:
 
 def build(ctx, data: dict) -> Workload:
     return Workload(ctx, data)
+
+
+def pass_loss(net: nn.Cell) -> nn.Cell:
+    """contracts.PassesModelModule: the loss the network trains with."""
+    return LossCell(net)

@@ -120,6 +120,11 @@ def normalise(images: np.ndarray, data: dict) -> np.ndarray:
     return np.ascontiguousarray(x.transpose(0, 3, 1, 2), dtype=np.float32)
 
 
+def pass_batch(workload, data: dict, batch: int) -> tuple[np.ndarray, np.ndarray]:
+    """contracts.PassesModel: the first `batch` training images, normalised, and their labels."""
+    return normalise(data["train_x"][:batch], data), data["train_y"][:batch].astype(np.int32)
+
+
 def augment(images: np.ndarray, oy: np.ndarray, ox: np.ndarray, flip: np.ndarray) -> np.ndarray:
     """Random crop with 4-pixel zero padding (offsets oy, ox in [0, 8]) and horizontal flip, NHWC uint8."""
     n = len(images)
