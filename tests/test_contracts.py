@@ -60,12 +60,21 @@ def module_functions(mod) -> dict[str, list[str] | None]:
 
 
 def source_functions(path: Path) -> tuple[dict[str, list[str]], dict[str, dict[str, list[str] | None]]]:
-    """Top-level functions and, per class, its methods and `self.x = ...` attributes, read from source."""
+    """Top-level functions and, per class, its methods and `self.x = ...` attributes, read from source; a class
+    also gets what its bases give it when they are classes of the harness (harness/models/_pytorch.py's
+    ImageProbes, say), read from their own source the same way."""
     tree = ast.parse(path.read_text())
     funcs = {n.name: [a.arg for a in n.args.args] for n in tree.body if isinstance(n, ast.FunctionDef)}
+    imported = {a.asname or a.name: n.module for n in tree.body if isinstance(n, ast.ImportFrom)
+                and (n.module or "").startswith("harness.") for a in n.names}
     classes: dict[str, dict[str, list[str] | None]] = {}
     for c in (n for n in tree.body if isinstance(n, ast.ClassDef)):
         got: dict[str, list[str] | None] = {}
+        for base in (b.id for b in c.bases if isinstance(b, ast.Name)):
+            if base in classes:
+                got |= classes[base]
+            elif base in imported:
+                got |= source_functions(HARNESS.parent / (imported[base].replace(".", "/") + ".py"))[1][base]
         for n in c.body:
             if isinstance(n, ast.FunctionDef):
                 static = any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in n.decorator_list)

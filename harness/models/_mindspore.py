@@ -127,3 +127,47 @@ class SunkEpochs:
 
     def __call__(self):
         return self.run_epoch()
+
+
+class ImageProbes:
+    """The probes (contracts.ProbedWorkload) of an image classifier with BatchNorm, the same for ResNet50 and
+    GoogLeNet: a workload that has the fp32 `net`, its `fp32_loss` and `fp32_step` cells, the optimiser `opt`, the BN
+    moving statistics `buffers`, `probe_lr` and the probe tensors (`probe_test`, `probe_x`, `probe_y`) gets them
+    from here."""
+
+    def probe_forward(self):
+        """Eval-mode logits (fp32) of the first test images."""
+        self.net.set_train(False)
+        return self.net(self.probe_test).asnumpy()
+
+    def probe_step(self) -> float:
+        """One fp32 optimiser step (train mode, learning rate probe_lr) on the first training images,
+        unaugmented; returns the loss before the update. The schedule and its step counter are put back."""
+        import numpy as np
+        from mindspore import Tensor
+
+        lrs, step = self.opt.learning_rate.learning_rate, self.opt.global_step  # the per-step list, its index
+        saved_lrs, saved_step = lrs.asnumpy().copy(), step.asnumpy().copy()
+        lrs.set_data(Tensor(np.full_like(saved_lrs, self.probe_lr)))
+        self.net.set_train(True)
+        loss = float(self.fp32_step(self.probe_x, self.probe_y).asnumpy())
+        lrs.set_data(Tensor(saved_lrs))
+        step.set_data(Tensor(saved_step))
+        return loss
+
+    def probe_loss(self) -> float:
+        """The loss on the probe step's batch after the step, computed as the step computed it (BN with batch
+        statistics), with the BN running statistics left as they were: see tests/test_cifar10.py."""
+        from mindspore import Tensor
+
+        saved = [p.asnumpy().copy() for p in self.buffers]
+        self.net.set_train(True)
+        loss = float(self.fp32_loss(self.probe_x, self.probe_y).asnumpy())
+        for p, v in zip(self.buffers, saved, strict=True):
+            p.set_data(Tensor(v))
+        return loss
+
+    def state_arrays(self) -> list:
+        # Trainable parameters: data parallelism keeps them equal on every rank (BatchNorm's running statistics
+        # are each rank's own, so they are not compared).
+        return [p.asnumpy() for p in self.net.trainable_params()]

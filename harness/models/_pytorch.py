@@ -123,3 +123,42 @@ def compiled(ctx, module):
     import torch
 
     return torch.compile(module) if ctx.cell.mode == "compile" else module
+
+
+class ImageProbes:
+    """The probes (contracts.ProbedWorkload) of an image classifier with BatchNorm, the same for ResNet50 and
+    GoogLeNet: a workload that has `net`, `_step(x, y, lr, amp)`, `probe_lr` and the probe tensors on its device
+    (`probe_test`, `probe_x`, `probe_y`) gets them from here."""
+
+    def probe_forward(self):
+        """Eval-mode logits (fp32) of the first test images."""
+        import torch
+
+        self.net.eval()
+        with torch.no_grad():
+            return self.net(self.probe_test).float().cpu().numpy()
+
+    def probe_step(self) -> float:
+        """One fp32 optimiser step (train mode, learning rate probe_lr) on the first training images,
+        unaugmented; returns the loss before the update."""
+        self.net.train()
+        return self._step(self.probe_x, self.probe_y, self.probe_lr, amp=False).item()
+
+    def probe_loss(self) -> float:
+        """The loss on the probe step's batch after the step, computed as the step computed it (BN with batch
+        statistics), with the BN running statistics left as they were: see tests/test_cifar10.py."""
+        import torch
+        import torch.nn.functional as F
+
+        saved = {k: v.clone() for k, v in self.net.named_buffers()}
+        self.net.train()
+        with torch.no_grad():
+            loss = F.cross_entropy(self.net(self.probe_x), self.probe_y).item()
+            for k, v in self.net.named_buffers():
+                v.copy_(saved[k])
+        return loss
+
+    def state_arrays(self) -> list:
+        # Trainable parameters: data parallelism keeps them equal on every rank (BatchNorm's running statistics
+        # are each rank's own in MindSpore and rank 0's in DDP, so they are not compared).
+        return [p.detach().cpu().numpy() for p in self.net.parameters()]

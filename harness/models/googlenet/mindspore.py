@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from mindspore import Tensor, nn, ops
 
-from harness.models._mindspore import amp_network, make_train_step
+from harness.models._mindspore import ImageProbes, amp_network, make_train_step
 from harness.models.googlenet import FEATURES, INCEPTION, POOL_AFTER, PROBE_LR, decays, init_weights
 from harness.models.resnet50 import accuracy, epoch_batches, eval_batches, limits, lr_schedule, probe_batches
 from harness.models.resnet50.mindspore import LossCell, torch_name  # the same loss and parameter names
@@ -79,7 +79,9 @@ def pt_name(ms_name: str) -> str:
     return torch_name(".".join(parts))
 
 
-class Workload:
+class Workload(ImageProbes):
+    probe_lr = PROBE_LR
+
     def __init__(self, ctx, data: dict):
         hp = ctx.hparams
         self.ctx, self.data, self.seed = ctx, data, ctx.seed
@@ -123,30 +125,6 @@ class Workload:
                  for x, valid in eval_batches(self.data, self.n_eval, self.batch)]
         return accuracy(np.concatenate(preds), self.data["test_y"][:self.n_eval])
 
-    def probe_forward(self) -> np.ndarray:
-        self.net.set_train(False)
-        return self.net(self.probe_test).asnumpy()
-
-    def probe_step(self) -> float:
-        lrs, step = self.opt.learning_rate.learning_rate, self.opt.global_step
-        saved_lrs, saved_step = lrs.asnumpy().copy(), step.asnumpy().copy()
-        lrs.set_data(Tensor(np.full_like(saved_lrs, PROBE_LR)))
-        self.net.set_train(True)
-        loss = float(self.fp32_step(self.probe_x, self.probe_y).asnumpy())
-        lrs.set_data(Tensor(saved_lrs))
-        step.set_data(Tensor(saved_step))
-        return loss
-
-    def probe_loss(self) -> float:
-        saved = [p.asnumpy().copy() for p in self.buffers]
-        self.net.set_train(True)
-        loss = float(self.fp32_loss(self.probe_x, self.probe_y).asnumpy())
-        for p, v in zip(self.buffers, saved, strict=True):
-            p.set_data(Tensor(v))
-        return loss
-
-    def state_arrays(self) -> list:
-        return [p.asnumpy() for p in self.net.trainable_params()]
 
 
 def build(ctx, data: dict) -> Workload:

@@ -8,7 +8,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from harness.frameworks.pytorch import device as device_of
-from harness.models._pytorch import compiled, mixed_precision
+from harness.models._pytorch import ImageProbes, compiled, mixed_precision
 from harness.models.googlenet import FEATURES, INCEPTION, POOL_AFTER, PROBE_LR, decays, init_weights
 from harness.models.resnet50 import accuracy, epoch_batches, eval_batches, limits, lr_schedule, probe_batches
 from harness.models.resnet50.pytorch import load_weights
@@ -55,7 +55,9 @@ class GoogLeNet(nn.Module):
         return self.classifier(self.dropout(torch.flatten(F.adaptive_avg_pool2d(x, 1), 1)))
 
 
-class Workload:
+class Workload(ImageProbes):
+    probe_lr = PROBE_LR
+
     def __init__(self, ctx, data: dict):
         hp = ctx.hparams
         self.ctx, self.data, self.seed = ctx, data, ctx.seed
@@ -75,8 +77,8 @@ class Workload:
         self.net, self.opt, self.amp = mixed_precision(ctx, self.net, self.opt)
         self.run_net = compiled(ctx, self.net)
         probe_test, probe_x, probe_y = probe_batches(data)
-        self.probe_test, self.probe_x = torch.from_numpy(probe_test), torch.from_numpy(probe_x)
-        self.probe_y = torch.from_numpy(probe_y)
+        self.probe_test, self.probe_x, self.probe_y = (torch.from_numpy(a).to(self.dev)
+                                                       for a in (probe_test, probe_x, probe_y))
 
     def _step(self, x, y, lr: float, amp: bool = True) -> torch.Tensor:
         for group in self.opt.param_groups:
@@ -107,27 +109,6 @@ class Workload:
                 preds.append(self.run_net(torch.from_numpy(x).to(self.dev)).argmax(1)[:valid].cpu().numpy())
         return accuracy(np.concatenate(preds), self.data["test_y"][:self.n_eval])
 
-    def probe_forward(self) -> np.ndarray:
-        self.net.eval()
-        with torch.no_grad():
-            return self.net(self.probe_test.to(self.dev)).float().cpu().numpy()
-
-    def probe_step(self) -> float:
-        self.net.train()
-        return self._step(self.probe_x.to(self.dev), self.probe_y.to(self.dev), PROBE_LR, amp=False).item()
-
-    def probe_loss(self) -> float:
-        """The loss on the probe batch after the step, in train mode (batch statistics), running stats restored."""
-        saved = {k: v.clone() for k, v in self.net.named_buffers()}
-        self.net.train()
-        with torch.no_grad():
-            loss = F.cross_entropy(self.net(self.probe_x.to(self.dev)), self.probe_y.to(self.dev)).item()
-            for k, v in self.net.named_buffers():
-                v.copy_(saved[k])
-        return loss
-
-    def state_arrays(self) -> list:
-        return [p.detach().cpu().numpy() for p in self.net.parameters()]
 
 
 def build(ctx, data: dict) -> Workload:

@@ -13,6 +13,7 @@ import numpy as np
 from mindspore import Tensor, nn, ops
 
 from harness.models._mindspore import (
+    ImageProbes,
     SunkEpochs,
     amp_network,
     dataset_sink,
@@ -116,7 +117,9 @@ def torch_name(ms_name: str) -> str:
     return f"{layer}.{next((t for t, m in BN_NAMES.items() if m == leaf), leaf)}"
 
 
-class Workload:
+class Workload(ImageProbes):
+    probe_lr = PROBE_LR
+
     def __init__(self, ctx, data: dict):
         hp = ctx.hparams
         self.ctx, self.data, self.seed = ctx, data, ctx.seed
@@ -188,37 +191,6 @@ class Workload:
                  for x, valid in eval_batches(self.data, self.n_eval, self.batch)]
         return accuracy(np.concatenate(preds), self.data["test_y"][:self.n_eval])
 
-    def probe_forward(self) -> np.ndarray:
-        """Eval-mode logits (fp32) of the first test images."""
-        self.net.set_train(False)
-        return self.net(self.probe_test).asnumpy()
-
-    def probe_step(self) -> float:
-        """One fp32 optimiser step (train mode, learning rate PROBE_LR) on the first training images,
-        unaugmented; returns the loss before the update. The schedule and its step counter are put back."""
-        lrs, step = self.opt.learning_rate.learning_rate, self.opt.global_step  # the per-step list, its index
-        saved_lrs, saved_step = lrs.asnumpy().copy(), step.asnumpy().copy()
-        lrs.set_data(Tensor(np.full_like(saved_lrs, PROBE_LR)))
-        self.net.set_train(True)
-        loss = float(self.fp32_step(self.probe_x, self.probe_y).asnumpy())
-        lrs.set_data(Tensor(saved_lrs))
-        step.set_data(Tensor(saved_step))
-        return loss
-
-    def probe_loss(self) -> float:
-        """The loss on the probe step's batch after the step, computed as the step computed it (BN with batch
-        statistics), with the BN running statistics left as they were: see tests/test_cifar10.py."""
-        saved = [p.asnumpy().copy() for p in self.buffers]
-        self.net.set_train(True)
-        loss = float(self.fp32_loss(self.probe_x, self.probe_y).asnumpy())
-        for p, v in zip(self.buffers, saved, strict=True):
-            p.set_data(Tensor(v))
-        return loss
-
-    def state_arrays(self) -> list:
-        # Trainable parameters: data parallelism keeps them equal on every rank (BatchNorm's running statistics
-        # are each rank's own, so they are not compared).
-        return [p.asnumpy() for p in self.net.trainable_params()]
 
 
 def build(ctx, data: dict) -> Workload:

@@ -8,7 +8,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from harness.frameworks.pytorch import device as device_of
-from harness.models._pytorch import compiled, data_parallel, mixed_precision
+from harness.models._pytorch import ImageProbes, compiled, data_parallel, mixed_precision
 from harness.models.resnet50 import (
     PROBE_LR,
     STAGES,
@@ -76,7 +76,9 @@ def load_weights(net: nn.Module, weights: dict[str, np.ndarray]) -> None:
             t.copy_(torch.from_numpy(weights[name]))
 
 
-class Workload:
+class Workload(ImageProbes):
+    probe_lr = PROBE_LR
+
     def __init__(self, ctx, data: dict):
         hp = ctx.hparams
         self.ctx, self.data, self.seed = ctx, data, ctx.seed
@@ -151,33 +153,6 @@ class Workload:
                 preds.append(self.eval_net(self._images(x)).argmax(1)[:valid].cpu().numpy())
         return accuracy(np.concatenate(preds), self.data["test_y"][:self.n_eval])
 
-    def probe_forward(self) -> np.ndarray:
-        """Eval-mode logits (fp32) of the first test images."""
-        self.net.eval()
-        with torch.no_grad():
-            return self.net(self.probe_test).float().cpu().numpy()
-
-    def probe_step(self) -> float:
-        """One fp32 optimiser step (train mode, learning rate PROBE_LR) on the first training images,
-        unaugmented; returns the loss before the update."""
-        self.net.train()
-        return self._step(self.probe_x, self.probe_y, PROBE_LR, amp=False).item()
-
-    def probe_loss(self) -> float:
-        """The loss on the probe step's batch after the step, computed as the step computed it (BN with batch
-        statistics), with the BN running statistics left as they were: see tests/test_cifar10.py."""
-        saved = {k: v.clone() for k, v in self.net.named_buffers()}
-        self.net.train()
-        with torch.no_grad():
-            loss = F.cross_entropy(self.net(self.probe_x), self.probe_y).item()
-            for k, v in self.net.named_buffers():
-                v.copy_(saved[k])
-        return loss
-
-    def state_arrays(self) -> list:
-        # Trainable parameters: data parallelism keeps them equal on every rank (BatchNorm's running statistics
-        # are each rank's own in MindSpore and rank 0's in DDP, so they are not compared).
-        return [p.detach().cpu().numpy() for p in self.net.parameters()]
 
 
 def build(ctx, data: dict) -> Workload:
