@@ -6,23 +6,49 @@ nothing or fails later inside each cell."""
 from __future__ import annotations
 
 import importlib.util
+import types
+import typing
+from collections.abc import Mapping
+from dataclasses import MISSING, fields
 from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessError
 from harness.platforms import PLATFORMS
+from harness.spec import ModelSpec, OperatorSpec, ProfileSettings
+
+
+def spec_keys(cls: type, *names: str) -> dict[str, type | tuple[type, ...]]:
+    """The matrix-file keys of a harness.spec class's fields (`names`, or all), each with the TOML value types its
+    declared type accepts: an integer also for a float, a table for a mapping, the set value's for an optional one."""
+    hints = typing.get_type_hints(cls)
+    out: dict[str, type | tuple[type, ...]] = {}
+    for f in fields(cls):
+        if names and f.name not in names:
+            continue
+        hint = hints[f.name]
+        wants: list[type] = []
+        for t in typing.get_args(hint) if isinstance(hint, types.UnionType) else (hint,):
+            if t is float:
+                wants += [int, float]  # TOML writes 1 for 1.0
+            elif typing.get_origin(t) is Mapping:
+                wants.append(dict)
+            elif t is not type(None):
+                wants.append(t)
+        out[f.name] = wants[0] if len(wants) == 1 else tuple(wants)
+    return out
+
 
 SCHEMA = 1   # the newest matrix schema this harness reads
 TOP_KEYS = {"schema", "defaults", "axes", "models", "operators", "inference", "passes", "exclude", "skip", "profiles"}
 DEFAULT_KEYS = {"seed": int, "timeout_s": (int, float)}
 AXIS_KEYS = {"framework": str, "mode": str, "amp": str, "devices": int}
-MODEL_KEYS = {"title": str, "dataset": str, "metric": str, "target": (int, float), "throughput_unit": str,
-              "hparams": dict, "profile": dict, "epochs": int, "train_samples": int, "eval_samples": int,
-              "val_samples": int, "stop_at_target": bool, "evals_per_epoch": int}
-MODEL_REQUIRED = ("dataset", "metric", "target", "throughput_unit")
-MODEL_PROFILE_KEYS = {"epochs": int, "train_samples": int, "eval_samples": int, "val_samples": int,
-                      "stop_at_target": bool, "evals_per_epoch": int, "hparams": dict}
-OPERATOR_KEYS = {"title": str, "sweep": dict, "quick": dict}
+# The tables that make cells: the fields of their harness.spec class, and the keys that are the file's own (a model's
+# per-profile settings, an operator's sweeps).
+MODEL_KEYS = {**spec_keys(ModelSpec), "profile": dict}
+MODEL_REQUIRED = tuple(f.name for f in fields(ModelSpec) if f.default is MISSING and f.default_factory is MISSING)
+MODEL_PROFILE_KEYS = spec_keys(ProfileSettings)
+OPERATOR_KEYS = {**spec_keys(OperatorSpec, "title"), "sweep": dict, "quick": dict}
 PROFILE_KEYS = {"description": str, "models": list, "operators": list, "frameworks": list, "modes": list,
                 "amp": list, "devices": list, "dtypes": list, "directions": list, "repeats": int,
                 "timeout_s": (int, float), "inference": list, "passes": list}  # the last two: companion_matrix.py

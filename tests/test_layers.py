@@ -24,9 +24,9 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-# What every layer reads, made by the matrix module and the runner: cells and their ids, errors, the child's
+# What every layer reads, made by the matrix module and the runner: cells, their ids and settings, errors, the child's
 # context, the plug-in contracts and the event log the contracts name.
-SHARED = {"harness.cell", "harness.cellid", "harness.errors", "harness.context", "harness.contracts",
+SHARED = {"harness.cell", "harness.cellid", "harness.spec", "harness.errors", "harness.context", "harness.contracts",
           "harness.eventlog"}
 
 
