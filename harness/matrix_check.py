@@ -15,7 +15,7 @@ from typing import Any
 
 from harness.errors import HarnessError
 from harness.platforms import PLATFORMS
-from harness.spec import ModelSpec, OperatorSpec, ProfileSettings
+from harness.spec import InferenceSpec, ModelSpec, OperatorSpec, PassesSpec, ProfileSettings
 
 
 def spec_keys(cls: type, *names: str) -> dict[str, type | tuple[type, ...]]:
@@ -49,6 +49,13 @@ MODEL_KEYS = {**spec_keys(ModelSpec), "profile": dict}
 MODEL_REQUIRED = tuple(f.name for f in fields(ModelSpec) if f.default is MISSING and f.default_factory is MISSING)
 MODEL_PROFILE_KEYS = spec_keys(ProfileSettings)
 OPERATOR_KEYS = {**spec_keys(OperatorSpec, "title"), "sweep": dict, "quick": dict}
+# The companion studies' tables (companion_matrix.py): settings of their cells' spec, the lists their cells are made
+# from, and per-profile tables that narrow the profile's axes or set those lists and settings for one profile.
+NARROWING = {"frameworks": list, "modes": list, "amp": list}
+INFERENCE_KEYS = {**spec_keys(InferenceSpec, "title", "timing"), "batches": list, "profile": dict}
+INFERENCE_PROFILE_KEYS = {**NARROWING, "batches": list}
+PASSES_KEYS = {**spec_keys(PassesSpec, "batch", "timing"), "threads": list, "profile": dict}
+PASSES_PROFILE_KEYS = {**NARROWING, **spec_keys(PassesSpec, "batch", "timing"), "threads": list}
 PROFILE_KEYS = {"description": str, "models": list, "operators": list, "frameworks": list, "modes": list,
                 "amp": list, "devices": list, "dtypes": list, "directions": list, "repeats": int,
                 "timeout_s": (int, float), "inference": list, "passes": list}  # the last two: companion_matrix.py
@@ -115,6 +122,12 @@ class _Checker:
         self.type("[operators]", d.get("operators", {}), dict)
         for name, o in d.get("operators", {}).items():
             self.operator(name, o)
+        self.type("[inference]", d.get("inference", {}), dict)
+        for name, t in d.get("inference", {}).items():
+            self.companion(f"[inference.{name}]", t, INFERENCE_KEYS, INFERENCE_PROFILE_KEYS)
+            if "batches" not in t:
+                self.fail(f"[inference.{name}]", "has no 'batches'; add batches = [...]")
+        self.companion("[passes]", d.get("passes", {}), PASSES_KEYS, PASSES_PROFILE_KEYS)
         self.type("[profiles]", d.get("profiles", {}), dict)
         for name, p in d.get("profiles", {}).items():
             self.profile(name, p, axes)
@@ -141,6 +154,12 @@ class _Checker:
             for key in ("epochs", "evals_per_epoch"):
                 if table.get(key, 1) < 1:
                     self.fail(f"{label} {key}", f"is {table[key]}; it must be 1 or more")
+
+    def companion(self, where: str, table: Any, allowed: dict, profile_allowed: dict) -> None:
+        self.keys(where, table, allowed)
+        for prof, over in table.get("profile", {}).items():
+            self.one_of(f"{where} profile", prof, list(self.data.get("profiles", {})), "name a [profiles.*] table")
+            self.keys(f"{where} profile.{prof}", over, profile_allowed)
 
     def operator(self, name: str, o: Any) -> None:
         from harness.operators import SHAPE_KEYS
