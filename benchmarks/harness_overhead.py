@@ -21,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 from statistics import median
 
@@ -39,10 +40,8 @@ def measure(cell_id: str, profile: str, epochs: int, rounds: int, data_dir: str 
             train_samples: int | None) -> dict:
     """In this process: alternate harness and bare loop on one cell."""
     cell = next(c for c in matrix.load().expand(profile) if c.id == cell_id)
-    cell.spec["epochs"] = epochs
-    if train_samples:
-        cell.spec["train_samples"] = train_samples
-    folder = str(datasets.prepare(cell.spec["dataset"], Path(data_dir), False)) if data_dir else None
+    cell = replace(cell, spec=replace(cell.spec, epochs=epochs, train_samples=train_samples or cell.spec.train_samples))
+    folder = str(datasets.prepare(cell.dataset, Path(data_dir), False)) if data_dir else None
     s = set_up(cell, folder, until="data")  # the bare loop builds its own workloads on s.data
     ctx, backend = s.ctx, s.backend
 
@@ -65,7 +64,7 @@ def measure(cell_id: str, profile: str, epochs: int, rounds: int, data_dir: str 
     bare_loop()  # process warm-up (thread pools, allocator, kernel caches), not counted
     out = [{"harness": h, "bare": b, "ratio": h / b} for h, b in alternate(harness_loop, bare_loop, rounds)]
     return {"cell": cell_id, "rounds": out, "median_ratio": median(r["ratio"] for r in out),
-            "unit": cell.spec["throughput_unit"]}
+            "unit": cell.spec.throughput_unit}
 
 
 def main() -> int:

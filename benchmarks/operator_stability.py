@@ -51,10 +51,12 @@ def _paired_here(result: dict) -> tuple[float, float]:
     from harness.cell import Cell
     from harness.context import CellContext
     from harness.operators import pytorch as impl
+    from harness.spec import OperatorSpec
 
     cell = Cell(id=result["cell"], kind="operator", op=result["op"], framework="pytorch", mode=result["mode"],
                 amp="off", devices=1, repeats=1, timeout_s=0, seed=result["seed"],
-                spec={"shape": result["shape"], "dtype": result["dtype"], "direction": result["direction"]})
+                spec=OperatorSpec(title=result["op"], shape=result["shape"], dtype=result["dtype"],
+                                  direction=result["direction"]))
     ctx = CellContext(cell=cell, platform="cpu", repeat=0, data_folder=None, synthetic=True)
     run, sync = impl.build(result["op"], result["shape"], result["dtype"], result["direction"], ctx,
                            operators.arrays(result["op"], result["shape"], result["seed"]))

@@ -114,7 +114,7 @@ def reference_child(cell_id: str, profile: str, matrix_file: Path, data_dir: str
     from harness.inprocess import set_up
 
     cell = next(c for c in matrix.load(matrix_file).expand(profile) if c.id == cell_id)
-    dataset = cell.spec["dataset"]
+    dataset = cell.dataset
     real = Path(data_dir, datasets.module(dataset).FOLDER).is_dir() and dataset != "cifar10"
     folder = str(datasets.prepare(dataset, Path(data_dir), False)) if real else None
     s = set_up(cell, folder, until="data")
@@ -159,7 +159,7 @@ def main() -> int:
                  and c.devices == 1 and c.framework in a.frameworks.split(",") and c.mode in a.modes.split(",")
                  and c.amp in a.amp.split(",")]
         for cell in cells:
-            b = cell.spec["hparams"].get("batch", "full")
+            b = cell.spec.hparams.get("batch", "full")
             name = f"{cell.model} b{b} {cell.framework} {cell.mode} amp-{cell.amp}"
             try:
                 pairs = alternate(partial(harness_turn, cell.id, a.profile, mfile, a.allocator, a.data_dir),
@@ -170,7 +170,7 @@ def main() -> int:
                 continue
             ratios = [h["throughput"] / r["throughput"] for h, r in pairs]
             row = {"cell": cell.id, "model": cell.model, "framework": cell.framework, "mode": cell.mode,
-                   "amp": cell.amp, "batch": b, "profile": a.profile, "unit": cell.spec["throughput_unit"],
+                   "amp": cell.amp, "batch": b, "profile": a.profile, "unit": cell.spec.throughput_unit,
                    "allocator_requested": a.allocator, "allocator": pairs[0][0]["allocator"], "status": "ok",
                    "harness": median(h["throughput"] for h, _ in pairs),
                    "reference": median(r["throughput"] for _, r in pairs), "ratio": median(ratios),

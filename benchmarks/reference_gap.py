@@ -28,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 from statistics import median
 
@@ -54,10 +55,10 @@ def measure(cell_id: str, rounds: int, data_dir: str | None, profile: str = "qui
     """In this process: build the harness workload and the reference, warm both, then alternate."""
     cell = next(c for c in matrix.load().expand(profile) if c.id == cell_id)
     k = EPOCHS_PER_BLOCK[cell.model]
-    cell.spec["epochs"] = 2 + rounds * k  # the learning-rate schedules cover every epoch run here
-    if train_samples or cell.model in TRAIN_SAMPLES:
-        cell.spec["train_samples"] = train_samples or TRAIN_SAMPLES[cell.model]
-    folder = str(datasets.prepare(cell.spec["dataset"], Path(data_dir), False)) if data_dir else None
+    samples = train_samples or TRAIN_SAMPLES.get(cell.model, cell.spec.train_samples)
+    # 2 + rounds * k epochs: the learning-rate schedules cover every epoch run here
+    cell = replace(cell, spec=replace(cell.spec, epochs=2 + rounds * k, train_samples=samples))
+    folder = str(datasets.prepare(cell.dataset, Path(data_dir), False)) if data_dir else None
     s = set_up(cell, folder)
     ctx, backend, workload = s.ctx, s.backend, s.workload
     ref_mod = importlib.import_module(f"benchmarks.reference.{cell.model}_{cell.framework}")
@@ -89,7 +90,7 @@ def measure(cell_id: str, rounds: int, data_dir: str | None, profile: str = "qui
     pairs = alternate(harness_block, reference_block, rounds)
     ratios = [h / r for h, r in pairs]
     return {"cell": cell_id, "model": cell.model, "framework": cell.framework, "mode": cell.mode, "amp": cell.amp,
-            "unit": cell.spec["throughput_unit"], "harness": median(h for h, _ in pairs),
+            "unit": cell.spec.throughput_unit, "harness": median(h for h, _ in pairs),
             "reference": median(r for _, r in pairs), "ratio": median(ratios), "ratios": ratios,
             "rounds": [{"harness": h, "reference": r} for h, r in pairs],
             "first_epoch_s": {"harness": warm_h, "reference": warm_r},

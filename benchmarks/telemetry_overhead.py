@@ -22,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 from statistics import median
 
@@ -51,8 +52,8 @@ def sample_cost_us(n: int = 2000) -> float:
 def measure(cell_id: str, profile: str, epochs: int, rounds: int, data_dir: str | None) -> dict:
     """In this process: alternate sampled and unsampled runs of the training scenario on one cell."""
     cell = next(c for c in matrix.load().expand(profile) if c.id == cell_id)
-    cell.spec["epochs"] = epochs
-    folder = str(datasets.prepare(cell.spec["dataset"], Path(data_dir), False)) if data_dir else None
+    cell = replace(cell, spec=replace(cell.spec, epochs=epochs))
+    folder = str(datasets.prepare(cell.dataset, Path(data_dir), False)) if data_dir else None
     s = set_up(cell, folder, until="backend")  # the training scenario loads the data and builds, as in the child
     ctx, backend = s.ctx, s.backend
     env = {**os.environ, "HARNESS_TELEMETRY": "on"}
@@ -75,7 +76,7 @@ def measure(cell_id: str, profile: str, epochs: int, rounds: int, data_dir: str 
     out = [{"with": on, "without": off, "ratio": on / off, "samples": n}
            for (on, n), (off, _) in alternate(lambda: run(True), lambda: run(False), rounds)]
     return {"cell": cell_id, "rounds": out, "median_ratio": median(r["ratio"] for r in out),
-            "unit": cell.spec["throughput_unit"]}
+            "unit": cell.spec.throughput_unit}
 
 
 def main() -> int:
@@ -105,7 +106,7 @@ def main() -> int:
           f"{os.cpu_count()} cores; load average {os.getloadavg()[0]:.2f}")
     print(f"throughput with / without the sampler, {a.rounds} rounds per cell (ratio >= 0.99 is the goal)")
     for cell in cells:
-        dataset = cell.spec["dataset"]
+        dataset = cell.dataset
         real = Path(a.data_dir, datasets.module(dataset).FOLDER).is_dir()
         epochs = getattr(a, f"{cell.model}_epochs")
         env = {**os.environ, **load_backend(cell.framework).process_env("cpu"), **env_extra, "PYTHONPATH": str(REPO)}

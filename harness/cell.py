@@ -1,15 +1,17 @@
-"""The shared cell types, at the bottom of the harness beside `cellid.py`: `Cell`, one point of the matrix, and
-`model_spec`, a model's settings for a profile. The matrix module makes cells; the runner, the child process, the
-scenarios and the contracts read them, so this module imports nothing of the harness's.
+"""The shared cell type, at the bottom of the harness beside `cellid.py` and `spec.py`: `Cell`, one point of the
+matrix, with its settings (a `harness.spec` class for its kind). The matrix module makes cells; the runner, the child
+process, the scenarios and the contracts read them, so this module imports nothing of the harness's above it.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, fields
 from typing import Any
 
+from harness.spec import SPEC_FOR_KIND, ModelSpec, OperatorSpec, Spec
 
-@dataclass
+
+@dataclass(frozen=True, kw_only=True)
 class Cell:
     """One point of the matrix: what a single child process measures."""
 
@@ -24,23 +26,22 @@ class Cell:
     seed: int
     model: str | None = None
     op: str | None = None
-    spec: dict[str, Any] = field(default_factory=dict)   # model or operator settings from the file
+    spec: Spec                # the settings from the matrix file, of the class SPEC_FOR_KIND[kind]
+
+    @property
+    def dataset(self) -> str | None:
+        """The dataset the cell loads (model, scaling and passes cells); None for operator and inference cells."""
+        return self.spec.dataset if isinstance(self.spec, ModelSpec) else None
 
     def axes(self) -> dict[str, Any]:
+        op = self.spec if isinstance(self.spec, OperatorSpec) else None  # dtype and direction: operator axes
         return {"model": self.model, "op": self.op, "framework": self.framework, "mode": self.mode,
-                "amp": self.amp, "devices": self.devices, **{k: self.spec.get(k) for k in ("dtype", "direction")}}
+                "amp": self.amp, "devices": self.devices, "dtype": op.dtype if op else None,
+                "direction": op.direction if op else None}
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {f.name: self.spec.to_dict() if f.name == "spec" else getattr(self, f.name) for f in fields(self)}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Cell:
-        return cls(**d)
-
-
-def model_spec(mspec: dict[str, Any], profile_name: str) -> dict[str, Any]:
-    """A model's table with its [profile.P] settings merged in (hparams merged key by key)."""
-    over = dict(mspec.get("profile", {}).get(profile_name, {}))
-    spec = {k: v for k, v in mspec.items() if k != "profile"}
-    spec["hparams"] = {**spec.get("hparams", {}), **over.pop("hparams", {})}
-    return spec | over
+        return cls(**{**d, "spec": SPEC_FOR_KIND[d["kind"]](**d["spec"])})

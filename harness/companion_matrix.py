@@ -16,8 +16,9 @@ import itertools
 from typing import Any
 
 from harness import cellid
-from harness.cell import Cell, model_spec
+from harness.cell import Cell
 from harness.errors import HarnessError
+from harness.spec import InferenceSpec, PassesSpec, model_spec
 
 PROFILE_KEYS = {"inference", "passes"}
 
@@ -45,16 +46,16 @@ def expand(matrix, profile_name: str, prof: dict[str, Any], timeout: float, seed
                                f"with no [inference.{name}] table")
         axes = _narrowed(table, profile_name, prof)
         batches = axes["rest"].get("batches", table["batches"])
+        net_settings = {k: v for k, v in table.items() if k not in ("profile", "batches")}  # title, timing
         for fw, mode, amp in itertools.product(axes["frameworks"], axes["modes"], axes["amp"]):
             rule_axes = {"model": name, "framework": fw, "mode": mode, "amp": amp, "devices": 1,
                          "profile": profile_name}
             if matrix.excluded(rule_axes):
                 continue
             for b in batches:
-                spec = {k: v for k, v in table.items() if k not in ("profile", "batches")} | {"net": name, "batch": b}
                 cells.append(Cell(id=cellid.inference_id(name, fw, mode, amp, b), kind="inference",
                                   model=name, framework=fw, mode=mode, amp=amp, devices=1, repeats=repeats,
-                                  timeout_s=timeout, seed=seed, spec=spec))
+                                  timeout_s=timeout, seed=seed, spec=InferenceSpec(net=name, batch=b, **net_settings)))
     if prof.get("passes"):
         table = data.get("passes", {})
         axes = _narrowed(table, profile_name, prof)
@@ -65,14 +66,19 @@ def expand(matrix, profile_name: str, prof: dict[str, Any], timeout: float, seed
                 raise HarnessError(f"matrix file {matrix.path}: profile '{profile_name}' passes names model "
                                    f"'{model}' with no [models.{model}] table")
             base = model_spec(data["models"][model], profile_name)
+            # The model as the passes scenario builds it: an epoch count for its learning-rate schedule where the
+            # profile sets none, and the fixed batch in place of the model's own (GCN, full-batch, has none).
+            model_settings = base.to_dict() | {"epochs": 1 if base.epochs is None else base.epochs,
+                                               "hparams": {**base.hparams, "batch": batch} if "batch" in base.hparams
+                                               else base.hparams}
             for fw, mode in itertools.product(axes["frameworks"], axes["modes"]):
                 rule_axes = {"model": model, "framework": fw, "mode": mode, "amp": "off", "devices": 1,
                              "profile": profile_name}
                 if matrix.excluded(rule_axes):
                     continue
                 for t in threads:
-                    spec = base | {"batch": batch, "threads": t,
-                                   "timing": axes["rest"].get("timing", table.get("timing", {}))}
+                    spec = PassesSpec(**model_settings, batch=batch, threads=t,
+                                      timing=axes["rest"].get("timing", table.get("timing", {})))
                     cells.append(Cell(id=cellid.passes_id(model, fw, mode, t), kind="passes", model=model,
                                       framework=fw, mode=mode, amp="off", devices=1, repeats=repeats,
                                       timeout_s=timeout, seed=seed, spec=spec))

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from harness.cell import Cell
+from harness.spec import ModelSpec
 
 
 @dataclass
@@ -25,5 +27,6 @@ class CellContext:
         return self.cell.seed
 
     @property
-    def hparams(self) -> dict[str, Any]:
-        return self.cell.spec.get("hparams", {})
+    def hparams(self) -> Mapping[str, Any]:
+        """The model's hyperparameters (read-only); none for a cell that builds no matrix model."""
+        return self.cell.spec.hparams if isinstance(self.cell.spec, ModelSpec) else {}

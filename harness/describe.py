@@ -10,9 +10,10 @@ import sys
 from pathlib import Path
 
 from harness import cellid, matrix
-from harness.cell import Cell, model_spec
+from harness.cell import Cell
 from harness.frameworks import backend as load_backend
 from harness.inprocess import set_up
+from harness.spec import InferenceSpec, model_spec
 
 REPO = Path(__file__).resolve().parent.parent
 # The mode used to build: the cheapest one each framework has (the counts do not depend on it).
@@ -26,7 +27,7 @@ def describe(model: str, framework: str, m: matrix.Matrix | None = None) -> dict
     spec = model_spec(m.data["models"][model], "quick")
     cell = Cell(id=cellid.describe_id(model, framework), kind="model", model=model, framework=framework,
                 mode=BUILD_MODE[framework], amp="off", devices=1, repeats=1, timeout_s=0,
-                seed=int(m.data.get("defaults", {}).get("seed", 0)), spec=dict(spec))
+                seed=int(m.data.get("defaults", {}).get("seed", 0)), spec=spec)
     s = set_up(cell)
     # `net`: the workload's fp32 network (AMP is off here); the back-end counts it the same way for every model.
     return {"model": model, "framework": framework, "parameters": s.backend.parameter_count(s.workload.net),
@@ -39,7 +40,8 @@ def _describe_inference(name: str, framework: str, m: matrix.Matrix) -> dict:
 
     cell = Cell(id=cellid.describe_id(name, framework), kind="inference", model=name, framework=framework,
                 mode=BUILD_MODE[framework], amp="off", devices=1, repeats=1, timeout_s=0,
-                seed=int(m.data.get("defaults", {}).get("seed", 0)), spec={"net": name})
+                seed=int(m.data.get("defaults", {}).get("seed", 0)),
+                spec=InferenceSpec(net=name, batch=1))  # the batch is not read: the network alone is built
     backend = set_up(cell, until="backend").backend
     net = inference.module(framework).network(name, inference.weights(name, cell.seed))
     return {"model": name, "framework": framework, "parameters": backend.parameter_count(net),

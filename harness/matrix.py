@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from harness import cellid, companion_matrix, matrix_check
-from harness.cell import Cell, model_spec
+from harness.cell import Cell
 from harness.errors import HarnessError
+from harness.spec import OperatorSpec, model_spec
 
 DEFAULT_MATRIX = Path(__file__).with_name("matrix.toml")
 
@@ -63,7 +64,7 @@ class Matrix:
                 kind = "model" if dev == 1 else "scaling"
                 cells.append(Cell(id=cellid.model_id(model, fw, mode, amp, dev), kind=kind, model=model,
                                   framework=fw, mode=mode, amp=amp, devices=dev, repeats=repeats,
-                                  timeout_s=timeout, seed=seed, spec=dict(spec)))
+                                  timeout_s=timeout, seed=seed, spec=spec))
         for op in prof.get("operators", []):
             cells.extend(self._operator_cells(op, profile_name, prof, timeout, seed, repeats))
         cells.extend(companion_matrix.expand(self, profile_name, prof, timeout, seed, repeats))  # inference, passes
@@ -92,8 +93,8 @@ class Matrix:
                     out.append(Cell(id=cellid.operator_id(op, fw, mode, dtype, direction, shape), kind="operator",
                                     op=op, framework=fw, mode=mode, amp="off", devices=1, repeats=repeats,
                                     timeout_s=timeout, seed=seed,
-                                    spec={"title": ospec.get("title", op), "shape": shape,
-                                          "dtype": dtype, "direction": direction}))
+                                    spec=OperatorSpec(title=ospec.get("title", op), shape=shape, dtype=dtype,
+                                                      direction=direction)))
         return out
 
     def excluded(self, axes: dict[str, Any]) -> bool:

@@ -11,6 +11,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from harness.spec import ModelSpec
+
 EPOCH_LINE_EVERY_S = 10.0    # at most one epoch line per this many seconds: long cells only, never a flood
 DOWNLOAD_LINE_EVERY_S = 5.0  # not a terminal: a download progress line at most this often
 
@@ -45,7 +47,7 @@ class RunProgress:
 class EpochLines:
     """Turns a training cell's event-log lines into readable epoch lines, at most one per EPOCH_LINE_EVERY_S."""
 
-    def __init__(self, spec: dict[str, Any], log: Callable[[str], None], clock: Callable[[], float] = time.monotonic,
+    def __init__(self, spec: ModelSpec, log: Callable[[str], None], clock: Callable[[], float] = time.monotonic,
                  every_s: float = EPOCH_LINE_EVERY_S):
         self.spec, self.log, self.clock, self.every_s = spec, log, clock, every_s
         self.last = clock()
@@ -62,11 +64,11 @@ class EpochLines:
             self.last = self.clock()
             m = self.epoch
             tput = m["samples"] / m["train_s"] if m.get("train_s") else None
-            epochs = self.spec.get("epochs")
+            epochs = self.spec.epochs
             part = f" part {m['part'] + 1}/{m['parts']}" if "part" in m else ""
             self.log(f"    epoch {m.get('epoch_num', 0) + 1}{f'/{epochs}' if epochs else ''}{part}: "
-                     f"loss {m.get('loss', float('nan')):.4f}, {self.spec.get('metric', 'metric')} {ev['value']:.4f}"
-                     + (f", {tput:,.1f} {self.spec.get('throughput_unit', 'samples/s')}" if tput else ""))
+                     f"loss {m.get('loss', float('nan')):.4f}, {self.spec.metric} {ev['value']:.4f}"
+                     + (f", {tput:,.1f} {self.spec.throughput_unit}" if tput else ""))
 
 
 class Download:

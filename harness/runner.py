@@ -30,6 +30,7 @@ from harness.errors import HarnessError
 from harness.frameworks import backend as load_backend
 from harness.matrix import Matrix
 from harness.progress import EpochLines, RunProgress
+from harness.spec import ModelSpec
 from harness.store import SCHEMA, RunStore, write_json_atomic
 
 REPO = Path(__file__).resolve().parent.parent
@@ -60,7 +61,7 @@ def run(matrix: Matrix, profile: str, platform: str, out: Path, *, only: str | N
     n_devices = platforms.require(platform)
     store = RunStore(out)
     fake = _synthetic_datasets(cells, synthetic)
-    folders = _prepare_data([c for c in cells if c.spec.get("dataset") not in fake], data_dir, allow_download)
+    folders = _prepare_data([c for c in cells if c.dataset not in fake], data_dir, allow_download)
     # After every input check: a refused run leaves no stray folder.
     meta = _claim(store, matrix, profile, platform, synthetic, resume, shard)
     env = envinfo.capture() | {"run_started_at": _now(), "run_finished_at": None}
@@ -94,17 +95,17 @@ def run(matrix: Matrix, profile: str, platform: str, out: Path, *, only: str | N
                 log(f"{head}: earlier result ({prev.get('status')}) kept as {moved.relative_to(out)}")
             t = time.monotonic()
             if reason:
-                result = _base(cell, repeat, platform, cell.spec.get("dataset") in fake) | {
+                result = _base(cell, repeat, platform, cell.dataset in fake) | {
                     "status": "skipped", "reason": reason}
             else:
                 log(f"{head}: running (timeout {cell.timeout_s:.0f} s)")
                 try:
-                    result = _run_child(store, cell, repeat, platform, folders, cell.spec.get("dataset") in fake,
+                    result = _run_child(store, cell, repeat, platform, folders, cell.dataset in fake,
                                         shim, log)
                 except Interrupted:
                     raise
                 except Exception as e:  # noqa: BLE001 - a cell that cannot run is a failed cell; the run goes on
-                    result = _base(cell, repeat, platform, cell.spec.get("dataset") in fake) | {
+                    result = _base(cell, repeat, platform, cell.dataset in fake) | {
                         "status": "failed", "reason": f"the cell could not be run: {type(e).__name__}: {e}"[:500]}
             store.write_result(cell.id, repeat, result)
             counts[result["status"]] = counts.get(result["status"], 0) + 1
@@ -143,7 +144,7 @@ def check_out(out: Path) -> None:
 
 def _synthetic_datasets(cells: list[Cell], synthetic: str | None) -> set[str]:
     """--synthetic alone means every dataset; --synthetic cifar10,multi30k names some."""
-    used = {c.spec["dataset"] for c in cells if c.spec.get("dataset")}
+    used = {c.dataset for c in cells if c.dataset}
     if not synthetic:
         return set()
     if synthetic == "all":
@@ -183,7 +184,7 @@ def _claim(store: RunStore, matrix: Matrix, profile: str, platform: str, synthet
 
 
 def _prepare_data(cells: list[Cell], data_dir: Path, allow_download: bool) -> dict[str, str]:
-    names = sorted({c.spec["dataset"] for c in cells if c.spec.get("dataset")})
+    names = sorted({c.dataset for c in cells if c.dataset})
     return {n: str(datasets.prepare(n, data_dir, allow_download).resolve()) for n in names}
 
 
@@ -194,14 +195,16 @@ def _too_few_devices(cell: Cell, n_devices: int, platform: str) -> str | None:
 
 
 def _base(cell: Cell, repeat: int, platform: str, synthetic: bool) -> dict[str, Any]:
+    trains = cell.spec if isinstance(cell.spec, ModelSpec) else None  # model, scaling and passes cells
     return {"schema": SCHEMA, "cell": cell.id, "repeat": repeat, "kind": cell.kind, "model": cell.model,
             "op": cell.op, "framework": cell.framework, "mode": cell.mode, "amp": cell.amp,
             "devices": cell.devices, "platform": platform, "synthetic": synthetic, "seed": cell.seed,
-            "dataset": cell.spec.get("dataset"), "reason": None,
+            "dataset": cell.dataset, "reason": None,
             # The results contract's keys are present in every result; what a kind does not measure stays null.
-            "metric": cell.spec.get("metric"), "target": cell.spec.get("target"), "best_metric": None,
-            "test_metric": None, "time_to_target_s": None, "first_epoch_throughput": None,
-            "mean_throughput_other_epochs": None, "throughput_unit": cell.spec.get("throughput_unit"), "curve": [],
+            "metric": trains.metric if trains else None, "target": trains.target if trains else None,
+            "best_metric": None, "test_metric": None, "time_to_target_s": None, "first_epoch_throughput": None,
+            "mean_throughput_other_epochs": None, "throughput_unit": trains.throughput_unit if trains else None,
+            "curve": [],
             # Telemetry (peak memory, energy, power): null until a child that ran measures them.
             **telemetry.null_keys()}
 
@@ -218,7 +221,7 @@ def _run_child(store: RunStore, cell: Cell, repeat: int, platform: str, folders:
     backend = load_backend(cell.framework)
     process_env = backend.process_env(platform)
     write_json_atomic(spec_path, {"cell": cell.to_dict(), "repeat": repeat, "platform": platform,
-                                  "synthetic": synthetic, "data_folder": folders.get(cell.spec.get("dataset")),
+                                  "synthetic": synthetic, "data_folder": folders.get(cell.dataset),
                                   "events": str(events_path), "child_result": str(child_result),
                                   "log": str(log_path), "process_env": process_env})
     env = {**os.environ, **process_env, "PYTHONUNBUFFERED": "1",
@@ -227,7 +230,7 @@ def _run_child(store: RunStore, cell: Cell, repeat: int, platform: str, folders:
     fixed_port = os.environ.get("HARNESS_MASTER_PORT")
     # Epoch lines from the event log as it grows (rank 0's for a multi-process cell).
     watch = (events_path if cell.devices == 1 else store.path(cell.id, repeat, ".rank0.events.jsonl"),
-             EpochLines(cell.spec, log)) if log is not None and cell.kind != "operator" else None
+             EpochLines(cell.spec, log)) if log is not None and isinstance(cell.spec, ModelSpec) else None
     retries = 0
     for attempt in range(1, PORT_TRIES + 1):
         if cell.devices > 1:  # the framework's own launcher starts one process per device

@@ -106,3 +106,10 @@ Spec = ModelSpec | OperatorSpec | InferenceSpec  # PassesSpec is a ModelSpec
 SPEC_FOR_KIND: dict[str, type[_Spec]] = {"model": ModelSpec, "scaling": ModelSpec, "operator": OperatorSpec,
                                          "inference": InferenceSpec, "passes": PassesSpec}
 
+
+def model_spec(table: Mapping[str, Any], profile_name: str) -> ModelSpec:
+    """A model's [models.NAME] table with its [profile.P] settings merged in (hparams merged key by key)."""
+    over = dict(table.get("profile", {}).get(profile_name, {}))
+    spec = {k: v for k, v in table.items() if k != "profile"}
+    spec["hparams"] = {**spec.get("hparams", {}), **over.pop("hparams", {})}
+    return ModelSpec(**(spec | over))

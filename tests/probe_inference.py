@@ -11,12 +11,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from harness import inference, matrix  # noqa: E402
 from harness.cell import Cell  # noqa: E402
 from harness.inprocess import set_up  # noqa: E402
+from harness.spec import InferenceSpec  # noqa: E402
 
 
 def main(name: str, framework: str, mode: str, out: str) -> None:
     seed = int(matrix.load().data["defaults"]["seed"])
     cell = Cell(id="probe", kind="inference", model=name, framework=framework, mode=mode, amp="off",
-                devices=1, repeats=1, timeout_s=0, seed=seed, spec={"net": name, "batch": 2})
+                devices=1, repeats=1, timeout_s=0, seed=seed, spec=InferenceSpec(net=name, batch=2))
     s = set_up(cell, until="backend")
     ctx, be = s.ctx, s.backend
     impl = inference.module(framework)

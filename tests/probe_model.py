@@ -3,6 +3,7 @@ weights on synthetic data (dropout off, so both frameworks compute the same func
 eval-mode output on the probe batch, the loss of one optimiser step and the loss after it."""
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -10,14 +11,15 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from harness import matrix  # noqa: E402
-from harness.cell import Cell, model_spec  # noqa: E402
+from harness.cell import Cell  # noqa: E402
 from harness.inprocess import set_up  # noqa: E402
+from harness.spec import model_spec  # noqa: E402
 
 
 def main(model: str, framework: str, mode: str, out: str) -> None:
     m = matrix.load()
     spec = model_spec(m.data["models"][model], "quick")
-    spec["hparams"] = {**spec.get("hparams", {}), "dropout": 0.0}
+    spec = replace(spec, hparams={**spec.hparams, "dropout": 0.0})
     cell = Cell(id="probe", kind="model", model=model, framework=framework, mode=mode, amp="off", devices=1,
                 repeats=1, timeout_s=0, seed=int(m.data["defaults"]["seed"]), spec=spec)
     wl = set_up(cell).workload

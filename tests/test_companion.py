@@ -15,9 +15,9 @@ def test_passes_cells_cover_the_threads_axis_and_the_matrix_models():
     quick = [c for c in m.expand("quick") if c.kind == "passes"]
     assert {c.id for c in quick} == {f"passes/lstm/{fw}/{mode}/threads{t}" for fw, mode in
                                      (("pytorch", "eager"), ("mindspore", "graph")) for t in (1, "all")}
-    assert all(c.spec["batch"] == 16 and c.spec["dataset"] == "imdb" for c in quick)
+    assert all(c.spec.batch == 16 and c.spec.dataset == "imdb" for c in quick)
     full = [c for c in m.expand("companion") if c.kind == "passes"]
-    assert {c.spec["threads"] for c in full} == {1, 2, "all"}
+    assert {c.spec.threads for c in full} == {1, 2, "all"}
     assert {c.model for c in full} == {"resnet50", "gru", "googlenet", "lstm"}
 
 

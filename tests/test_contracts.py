@@ -158,7 +158,7 @@ def test_model_declares_what_it_provides_for_the_passes(model):
 
 def test_the_target_profile_models_that_evaluate_within_an_epoch_can_train_in_parts():
     for cell in matrix.load().expand("target"):
-        if cell.spec.get("evals_per_epoch", 1) > 1:
+        if cell.spec.evals_per_epoch > 1:
             _, classes = source_functions(HARNESS / "models" / cell.model / f"{cell.framework}.py")
             assert any("train_part" in c for c in classes.values()), cell.id
 

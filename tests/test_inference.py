@@ -19,7 +19,7 @@ def test_quick_profile_has_small_inference_cells_and_the_full_axes_expand():
     assert {c.id for c in quick} == {"inference/resnet50_imagenet/pytorch/eager/amp-off/batch2",
                                      "inference/resnet50_imagenet/mindspore/graph/amp-off/batch2"}
     full = [c for c in m.expand("companion") if c.kind == "inference"]
-    batches = {c.spec["batch"] for c in full}
+    batches = {c.spec.batch for c in full}
     assert batches == set(m.data["inference"]["resnet50_imagenet"]["batches"]) and len(batches) >= 3
     assert {c.amp for c in full} >= {"off", "O2"}  # fp32 and mixed precision
     assert not any(c.framework == "pytorch" and c.amp == "O3" for c in full)  # the matrix's exclude rules apply

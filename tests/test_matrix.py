@@ -1,8 +1,8 @@
 import pytest
 
 from harness import matrix
-from harness.cell import model_spec
 from harness.errors import HarnessError
+from harness.spec import model_spec
 
 
 def test_quick_profile_has_every_mode_and_amp_level_of_gcn():
@@ -117,9 +117,11 @@ def test_unknown_profile_names_the_choices():
 
 
 def test_profile_settings_merge_into_the_model_spec():
-    spec = model_spec({"hparams": {"lr": 0.1, "batch": 128}, "profile": {"quick": {
-        "epochs": 2, "train_samples": 512, "hparams": {"batch": 32}}}}, "quick")
-    assert spec == {"hparams": {"lr": 0.1, "batch": 32}, "epochs": 2, "train_samples": 512}
+    spec = model_spec({"dataset": "cora", "metric": "accuracy", "target": 0.7, "throughput_unit": "nodes/s",
+                       "hparams": {"lr": 0.1, "batch": 128}, "profile": {"quick": {
+                           "epochs": 2, "train_samples": 512, "hparams": {"batch": 32}}}}, "quick")
+    assert spec.hparams == {"lr": 0.1, "batch": 32} and spec.epochs == 2 and spec.train_samples == 512
+    assert spec.eval_samples is None and spec.evals_per_epoch == 1 and not spec.stop_at_target  # the defaults
 
 
 def test_shards_split_a_profile_deterministically_into_disjoint_balanced_slices():

@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -29,22 +30,23 @@ CASES = [("gcn", "pytorch", "eager"), ("gcn", "mindspore", "graph"), ("gcn", "mi
 def _losses(model: str, framework: str, mode: str, amp: str) -> dict:
     """In this process: the harness workload's and the reference's losses over the first EPOCHS epochs."""
     from harness import matrix
-    from harness.cell import Cell, model_spec
+    from harness.cell import Cell
     from harness.inprocess import set_up
+    from harness.spec import model_spec
 
     m = matrix.load()
     spec = model_spec(m.data["models"][model], "quick")
-    spec["hparams"] = {**spec["hparams"], "dropout": 0.0}  # each framework's own dropout RNG: see the docstring
-    # The learning-rate schedule must cover every epoch run here: GoogLeNet's quick profile has one epoch, and
-    # nn.Momentum's per-step learning rates (a Tensor) cannot be indexed past their end.
-    spec["epochs"] = max(int(spec["epochs"]), EPOCHS)
+    # Dropout off: each framework's own dropout RNG, see the docstring. The learning-rate schedule must cover every
+    # epoch run here: GoogLeNet's quick profile has one epoch, and nn.Momentum's per-step learning rates (a Tensor)
+    # cannot be indexed past their end.
+    spec = replace(spec, hparams={**spec.hparams, "dropout": 0.0}, epochs=max(spec.epochs, EPOCHS))
     cell = Cell(id="reference", kind="model", model=model, framework=framework, mode=mode, amp=amp,
                 devices=1, repeats=1, timeout_s=0, seed=int(m.data["defaults"]["seed"]), spec=spec)
     s = set_up(cell)
     workload = s.workload
     harness_losses = [workload.train_epoch() for _ in range(EPOCHS)]
     reference = importlib.import_module(f"benchmarks.reference.{model}_{framework}").build(
-        s.data, spec["hparams"], spec, cell.seed, amp)
+        s.data, spec.hparams, spec, cell.seed, amp)
     assert reference.samples_per_epoch == workload.samples_per_epoch
     reference_losses = [reference.train_epoch(epoch) for epoch in range(EPOCHS)]
     return {"harness": harness_losses, "reference": reference_losses}

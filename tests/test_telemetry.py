@@ -15,6 +15,7 @@ import pytest
 
 from harness import runner, telemetry
 from harness.cell import Cell
+from harness.spec import ModelSpec, OperatorSpec
 from harness.telemetry import cpu, npusmi, nvml, summary
 from harness.telemetry.sampler import Sampler, Source
 from tests.conftest import REPO, SHARED_DATA, harness, write_matrix
@@ -482,7 +483,9 @@ def test_work_windows_for_training_and_operator_cells():
     assert summary.work_windows("model", events, {}, {}) == ([(1.5, 3.0), (4.0, 6.0)], 32)
     op_events = [{"key": "run_start", "elapsed_s": 1.0}, {"key": "run_stop", "elapsed_s": 5.0}]
     out = {"block_size": 100, "block_times_s": [0.001] * 10}
-    windows, samples = summary.work_windows("operator", op_events, out, {"shape": {"batch": 64}})
+    spec = OperatorSpec(title="Linear", shape={"batch": 64, "in_features": 8, "out_features": 8}, dtype="fp32",
+                        direction="fwd")
+    windows, samples = summary.work_windows("operator", op_events, out, spec)
     assert windows == [(pytest.approx(4.0), 5.0)] and samples == 64 * 100 * 10
 
 
@@ -506,7 +509,8 @@ def test_merge_ranks_adds_device_energy_but_not_shared_host_energy():
 
 def test_every_result_has_the_telemetry_keys_even_before_a_child_ran():
     cell = Cell(id="model/gcn/pytorch/eager/amp-off/1dev", kind="model", framework="pytorch", mode="eager",
-                amp="off", devices=1, repeats=1, timeout_s=10, seed=0, model="gcn")
+                amp="off", devices=1, repeats=1, timeout_s=10, seed=0, model="gcn",
+                spec=ModelSpec(dataset="cora", metric="accuracy", target=0.7, throughput_unit="nodes/s"))
     base = runner._base(cell, 0, "cpu", False)
     for key in telemetry.KEYS:
         assert key in base and base[key] is None, key

@@ -8,6 +8,7 @@ import pytest
 from harness import eventlog
 from harness.cell import Cell
 from harness.scenarios import training
+from harness.spec import ModelSpec
 
 
 class Scripted:
@@ -50,8 +51,8 @@ class ScriptedParts(Scripted):
 def _run(tmp_path, monkeypatch, script, kind=Scripted, **spec):
     cell = Cell(id="model/gcn/pytorch/eager/amp-off/1dev", kind="model", model="gcn", framework="pytorch",
                 mode="eager", amp="off", devices=1, repeats=1, timeout_s=60, seed=0,
-                spec={"dataset": "cora", "metric": "accuracy", "target": 0.7, "throughput_unit": "nodes/s",
-                      "epochs": len(script), **spec})
+                spec=ModelSpec(dataset="cora", metric="accuracy", target=0.7, throughput_unit="nodes/s",
+                               epochs=len(script), **spec))
     made = {}
 
     def build(ctx, data):

@@ -14,10 +14,10 @@ loss, the optimiser and the training loop are written here again, in each framew
 
 Contract, one module per model x framework (`<model>_<framework>.py`):
 
-    build(data: dict, hp: dict, spec: dict, seed: int, amp: str) -> reference
-        data: the dataset module's load()/synthetic() dict; hp: the cell's hyperparameters; spec: the cell's spec
-        (epochs, train_samples, ...); amp: "off" or the cell's AMP level. The framework's context (mode, device,
-        threads) is already set by the caller.
+    build(data: dict, hp: Mapping, spec: ModelSpec, seed: int, amp: str) -> reference
+        data: the dataset module's load()/synthetic() dict; hp: the cell's hyperparameters (read-only); spec: the
+        cell's harness.spec.ModelSpec (epochs, train_samples, ...); amp: "off" or the cell's AMP level. The
+        framework's context (mode, device, threads) is already set by the caller.
     reference.samples_per_epoch: int
     reference.train_epoch(epoch: int) -> float     one epoch on the same batches as the harness's epoch `epoch`;
                                                     returns the mean loss as a Python float (waits for the device)

@@ -102,7 +102,7 @@ class Reference:
                                     {"params": [p for n, p in named.items() if not decays(harness_name(n))],
                                      "weight_decay": 0.0}],
                                    lr=hp["lr"], momentum=hp["momentum"])
-        self.lrs = lr_schedule(hp["lr"], hp["warmup_epochs"], spec["epochs"], self.n_train // self.batch)
+        self.lrs = lr_schedule(hp["lr"], hp["warmup_epochs"], spec.epochs, self.n_train // self.batch)
         self.step_no = 0
 
     def train_epoch(self, epoch: int) -> float:

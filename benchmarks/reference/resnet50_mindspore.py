@@ -91,7 +91,7 @@ class Reference:
                                      for n, p in params.items()}, strict_load=True)
         decay = [p for n, p in params.items() if p.requires_grad and decays(n)]
         no_decay = [p for n, p in params.items() if p.requires_grad and not decays(n)]
-        lrs = lr_schedule(hp["lr"], hp["warmup_epochs"], spec["epochs"], self.n_train // self.batch)
+        lrs = lr_schedule(hp["lr"], hp["warmup_epochs"], spec.epochs, self.n_train // self.batch)
         opt = nn.Momentum([{"params": decay, "weight_decay": hp["weight_decay"]},
                            {"params": no_decay, "weight_decay": 0.0}],
                           learning_rate=Tensor(lrs), momentum=hp["momentum"])

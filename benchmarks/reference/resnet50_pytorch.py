@@ -75,7 +75,7 @@ class Reference:
                                      "weight_decay": hp["weight_decay"]},
                                     {"params": [p for n, p in named.items() if not decays(n)], "weight_decay": 0.0}],
                                    lr=hp["lr"], momentum=hp["momentum"])
-        self.lrs = lr_schedule(hp["lr"], hp["warmup_epochs"], spec["epochs"], self.n_train // self.batch)
+        self.lrs = lr_schedule(hp["lr"], hp["warmup_epochs"], spec.epochs, self.n_train // self.batch)
         self.step_no = 0
 
     def train_epoch(self, epoch: int) -> float:

@@ -34,7 +34,7 @@ def module(name: str) -> DatasetModule:
 def for_context(ctx: CellContext) -> dict:
     """The cell's data in this process: its dataset's synthetic(seed) with synthetic data, else load(folder) from
     the verified folder."""
-    ds = module(ctx.cell.spec["dataset"])
+    ds = module(ctx.cell.dataset)
     return ds.synthetic(ctx.seed) if ctx.synthetic else ds.load(ctx.data_folder)
 
 

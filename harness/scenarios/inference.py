@@ -15,12 +15,12 @@ from harness.eventlog import END, START
 
 def run(ctx, backend, events) -> dict[str, Any]:
     cell = ctx.cell
-    name, batch = cell.spec["net"], int(cell.spec["batch"])
+    name, batch = cell.spec.net, int(cell.spec.batch)
     impl = inference.module(cell.framework)
     run_once, sync, net = impl.build(ctx, name, batch, inference.weights(name, cell.seed),
                                      inference.images(name, cell.seed, batch))
     events.log("run_start", event_type=START)
-    timing = operators.blocked_time(run_once, sync, **cell.spec.get("timing", {}))
+    timing = operators.blocked_time(run_once, sync, **cell.spec.timing)
     events.log("run_stop", event_type=END, status="success")
     return {"net": name, "batch": batch, "image_shape": list(inference.input_shape(name, batch)[1:]),
             "parameters": backend.parameter_count(net), "median_s": timing["median_s"], "iqr_s": timing["iqr_s"],

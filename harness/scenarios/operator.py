@@ -29,7 +29,8 @@ def _device_name(platform: str) -> str | None:
 
 def run(ctx, backend, events) -> dict[str, Any]:
     cell = ctx.cell
-    shape, dtype, direction = cell.spec["shape"], cell.spec["dtype"], cell.spec["direction"]
+    shape = dict(cell.spec.shape)  # a plain dict: the result stores it as JSON
+    dtype, direction = cell.spec.dtype, cell.spec.direction
     impl = importlib.import_module(f"harness.operators.{cell.framework}")
     run_once, sync = impl.build(cell.op, shape, dtype, direction, ctx,
                                 operators.arrays(cell.op, shape, cell.seed))

@@ -31,21 +31,18 @@ def _apply_threads(ctx, n: int) -> dict[str, Any]:
 
 def run(ctx, backend, events) -> dict[str, Any]:
     cell, spec = ctx.cell, ctx.cell.spec
-    if ctx.platform != "cpu" and spec["threads"] != "all":
+    if ctx.platform != "cpu" and spec.threads != "all":
         raise Unsupported("the CPU threads axis is measured on CPU hosts only (S4's CPU set-up)")
-    batch = int(spec["batch"])
-    n = passes.threads(spec["threads"])
+    batch = int(spec.batch)  # the model's hparams hold it too (companion_matrix.py), as they do an epoch count
+    n = passes.threads(spec.threads)
     ctx.settings.update(_apply_threads(ctx, n))
-    spec.setdefault("epochs", 1)  # a model without settings for this profile: its schedule needs an epoch count
-    if "batch" in spec.get("hparams", {}):
-        spec["hparams"] = {**spec["hparams"], "batch": batch}
     data = datasets.for_context(ctx)
     package, model = passes.model_parts(cell.model, cell.framework)  # Unsupported for a model without passes (GCN)
     workload = model.build(ctx, data)
     forward, gradient, sync = passes.module(cell.framework).build(ctx, model, workload,
                                                                   package.pass_batch(workload, data, batch))
     events.log("run_start", event_type=START)
-    timing = {name: operators.blocked_time(fn, sync, **spec.get("timing", {}))
+    timing = {name: operators.blocked_time(fn, sync, **spec.timing)
               for name, fn in (("forward", forward), ("gradient", gradient))}
     events.log("run_stop", event_type=END, status="success")
     out: dict[str, Any] = {"batch": batch, "threads": n, "settings": ctx.settings, "throughput_unit": "batches/s"}

@@ -34,10 +34,10 @@ def run(ctx, backend, events) -> dict[str, Any]:
     build = model_module(cell.model, cell.framework).build  # import before the clock: not data work
     events.log("run_start", event_type=START)
     workload = build(ctx, datasets.for_context(ctx))
-    parts = spec.get("evals_per_epoch", 1)
+    parts = spec.evals_per_epoch
     train = _trainer(workload, cell, parts)
     best = float("-inf")
-    for epoch, part in itertools.product(range(spec["epochs"]), range(parts)):
+    for epoch, part in itertools.product(range(spec.epochs), range(parts)):
         # With evals_per_epoch, each part of an epoch is one epoch_start/epoch_stop block with its own
         # evaluation, so time to target is known to a fraction of an epoch; `part` says which.
         block = {"epoch_num": epoch, **({"part": part, "parts": parts} if parts > 1 else {})}
@@ -50,10 +50,10 @@ def run(ctx, backend, events) -> dict[str, Any]:
         metric = workload.evaluate("val")
         best = max(best, metric)
         events.log("eval_accuracy", metric, **block)
-        if spec.get("stop_at_target") and best >= spec["target"]:
+        if spec.stop_at_target and best >= spec.target:
             break  # time to target is measured; further epochs would only lengthen the run
     events.log("test_metric", workload.evaluate("test"))
-    events.log("run_stop", event_type=END, status="success" if best >= spec["target"] else "aborted")
+    events.log("run_stop", event_type=END, status="success" if best >= spec.target else "aborted")
     if ctx.world_size == 1:
         return {}
     digest = hashlib.sha256()
@@ -84,21 +84,21 @@ def summarise(events: list[dict[str, Any]], cell) -> dict[str, Any]:
     epochs = [e["metadata"] for e in events if e["key"] == "epoch_stop"]
     throughputs = [m["samples"] / m["train_s"] for m in epochs if m["train_s"] > 0]
     curve = [[round(e["elapsed_s"] - start, 6), e["value"]] for e in _evals(events)]
-    ttt = next((t for t, v in curve if v >= spec["target"]), None)
+    ttt = next((t for t, v in curve if v >= spec.target), None)
     test = next((e["value"] for e in events if e["key"] == "test_metric"), None)
     return {
-        "metric": spec["metric"], "target": spec["target"],
+        "metric": spec.metric, "target": spec.target,
         "best_metric": max((v for _, v in curve), default=None),
         "test_metric": test,
         "time_to_target_s": ttt,
         "first_epoch_throughput": throughputs[0] if throughputs else None,
         "mean_throughput_other_epochs": mean(throughputs[1:]) if len(throughputs) > 1 else None,
-        "throughput_unit": spec["throughput_unit"],
+        "throughput_unit": spec.throughput_unit,
         "curve": curve,
         "epochs": [{"epoch": m["epoch_num"], **({"part": m["part"]} if "part" in m else {}),
                     "train_s": m["train_s"], "samples": m["samples"],
                     "throughput": m["samples"] / m["train_s"] if m["train_s"] > 0 else None,
                     "loss": m["loss"]} for m in epochs],
-        "epochs_planned": spec["epochs"],
+        "epochs_planned": spec.epochs,
         "wall_s": events[-1]["elapsed_s"] - start if events else None,
     }

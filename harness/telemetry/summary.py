@@ -15,6 +15,8 @@ from __future__ import annotations
 from bisect import bisect_right
 from typing import Any
 
+from harness.spec import OperatorSpec, Spec
+
 MAX_POINTS = 240  # per series in the result: enough for a power-over-time figure, small in JSON
 
 
@@ -71,7 +73,7 @@ def gauge_integral(ts: list[float], vs: list[float], windows: list[tuple[float, 
     return sum(F(b) - F(a) for a, b in windows)
 
 
-def work_windows(kind: str, events: list[dict], out: dict, spec: dict) -> tuple[list[tuple[float, float]], int | None]:
+def work_windows(kind: str, events: list[dict], out: dict, spec: Spec) -> tuple[list[tuple[float, float]], int | None]:
     """The cell's work intervals on the event-log clock, and the samples processed in them."""
     if kind in ("model", "scaling"):
         windows, samples = [], 0
@@ -86,7 +88,7 @@ def work_windows(kind: str, events: list[dict], out: dict, spec: dict) -> tuple[
         times, block = out.get("block_times_s"), out.get("block_size")
         if stop is None or not times or not block:
             return [], None
-        batch = (spec.get("shape") or {}).get("batch")
+        batch = spec.shape.get("batch") if isinstance(spec, OperatorSpec) else None
         timed = sum(times) * block
         return [(stop - timed, stop)], (batch * block * len(times) if batch else None)
     return [], None
@@ -155,7 +157,7 @@ def _peak(src: dict | None, field: str) -> float | None:
     return max(vals) if vals else None
 
 
-def summarise(recording: dict[str, Any] | None, events: list[dict], out: dict, kind: str, spec: dict,
+def summarise(recording: dict[str, Any] | None, events: list[dict], out: dict, kind: str, spec: Spec,
               t_events0: float, framework_peak_mb: float | None = None) -> dict[str, Any]:
     """The result keys (see harness.telemetry.KEYS) and the `telemetry` details with downsampled series.
     `t_events0` is the event log's clock origin on the sampler's clock (time.perf_counter)."""

@@ -95,7 +95,7 @@ class Workload(ImageProbes):
         if set(named) != set(weights):
             raise RuntimeError(f"weight names differ: {sorted(set(named) ^ set(weights))[:5]}")
         self.buffers = [p for p in named.values() if not p.requires_grad]
-        self.lrs = lr_schedule(hp["lr"], hp["warmup_epochs"], ctx.cell.spec["epochs"], self.n_train // self.batch)
+        self.lrs = lr_schedule(hp["lr"], hp["warmup_epochs"], ctx.cell.spec.epochs, self.n_train // self.batch)
         self.opt = nn.Momentum([{"params": [p for n, p in named.items() if p.requires_grad and decays(n)],
                                  "weight_decay": hp["weight_decay"]},
                                 {"params": [p for n, p in named.items() if p.requires_grad and not decays(n)],

@@ -73,7 +73,7 @@ class Workload(ImageProbes):
                                      "weight_decay": hp["weight_decay"]},
                                     {"params": [p for n, p in named.items() if not decays(n)], "weight_decay": 0.0}],
                                    lr=hp["lr"], momentum=hp["momentum"], dampening=0.0, nesterov=False)
-        self.lrs = lr_schedule(hp["lr"], hp["warmup_epochs"], ctx.cell.spec["epochs"], self.n_train // self.batch)
+        self.lrs = lr_schedule(hp["lr"], hp["warmup_epochs"], ctx.cell.spec.epochs, self.n_train // self.batch)
         self.net, self.opt, self.amp = mixed_precision(ctx, self.net, self.opt)
         self.run_net = compiled(ctx, self.net)
         probe_test, probe_x, probe_y = probe_batches(data)

@@ -37,8 +37,12 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
+
+from harness.spec import ModelSpec
 
 PAD, UNK, BOS, EOS = 0, 1, 2, 3
 SPECIALS = ["<pad>", "<unk>", "<bos>", "<eos>"]
@@ -91,7 +95,7 @@ class Corpus:
     """Token ids of every split, as fixed-shape arrays with one all-<pad> row appended (index N), which
     fills the last batch. Vocabularies come from the whole training split (min_freq)."""
 
-    def __init__(self, data: dict, hp: dict, spec: dict):
+    def __init__(self, data: dict, hp: Mapping[str, Any], spec: ModelSpec):
         max_len = hp["max_len"]
         self.T = max_len + 1
         tok = {s: {lang: [tokenize(x) for x in data[s][lang]] for lang in ("en", "fr")} for s in data}
@@ -99,8 +103,8 @@ class Corpus:
         self.tgt_vocab = build_vocab(tok["train"]["fr"], hp["min_freq"])
         # val_samples: a fixed subset (the first N pairs) for the per-epoch validation BLEU, where greedy
         # decoding of the whole set would weigh on time to target; the test BLEU stays on eval_samples.
-        limits = {"train": spec.get("train_samples"), "val": spec.get("val_samples", spec.get("eval_samples")),
-                  "test": spec.get("eval_samples")}
+        val = spec.eval_samples if spec.val_samples is None else spec.val_samples
+        limits = {"train": spec.train_samples, "val": val, "test": spec.eval_samples}
         self.split = {}
         self.refs = {}
         for s in ("train", "val", "test"):

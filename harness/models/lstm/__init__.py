@@ -19,8 +19,12 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
+
+from harness.spec import ModelSpec
 
 PAD, UNK = 0, 1
 TOKEN = re.compile(r"[a-z0-9]+(?:'[a-z0-9]+)*")
@@ -53,11 +57,11 @@ class Corpus:
     """Token ids of both splits, the vocabulary from the whole train split; `train_samples` / `eval_samples` of the
     spec take the first N of the (seeded) shuffled train split and of the shuffled test split."""
 
-    def __init__(self, data: dict, hp: dict, spec: dict, seed: int):
+    def __init__(self, data: dict, hp: Mapping[str, Any], spec: ModelSpec, seed: int):
         train = [tokenize(t) for t in data["train"]["text"]]
         self.vocab = build_vocab(train, int(hp["vocab"]), int(hp["min_freq"]))
         self.split = {}
-        for s, limit in (("train", spec.get("train_samples")), ("test", spec.get("eval_samples"))):
+        for s, limit in (("train", spec.train_samples), ("test", spec.eval_samples)):
             # Both splits are ordered by label: a seeded shuffle makes any prefix balanced-ish.
             n = len(data[s]["label"])
             order = np.random.RandomState(seed).permutation(n)[:limit or n]

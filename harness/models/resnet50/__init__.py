@@ -19,6 +19,8 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from harness.spec import ModelSpec
+
 STAGES = ((64, 3, 1), (128, 4, 2), (256, 6, 2), (512, 3, 2))  # (width, blocks, stride of the first block)
 EXPANSION = 4
 STEM = 64
@@ -102,13 +104,13 @@ def lr_schedule(base_lr: float, warmup_epochs: float, epochs: int, steps_per_epo
     return lr.astype(np.float32)
 
 
-def limits(spec: dict, data: dict, batch: int, world: int = 1) -> tuple[int, int]:
+def limits(spec: ModelSpec, data: dict, batch: int, world: int = 1) -> tuple[int, int]:
     """(training images used per epoch by all ranks together, evaluation images): spec's train_samples /
     eval_samples when set, else everything; training uses whole batches only on every rank (the last partial
     batch is dropped, so every step has the same shape, which GRAPH mode compiles once). `batch` is per rank:
     data parallelism over `world` ranks keeps each device's batch and splits the epoch's images."""
-    n_train = min(int(spec.get("train_samples", len(data["train_x"]))), len(data["train_x"]))
-    n_eval = min(int(spec.get("eval_samples", len(data["test_x"]))), len(data["test_x"]))
+    n_train = len(data["train_x"]) if spec.train_samples is None else min(spec.train_samples, len(data["train_x"]))
+    n_eval = len(data["test_x"]) if spec.eval_samples is None else min(spec.eval_samples, len(data["test_x"]))
     if n_train < batch * world:
         raise ValueError(f"train_samples ({n_train}) is smaller than one batch ({batch}) on each of {world} ranks")
     return n_train // (batch * world) * (batch * world), n_eval

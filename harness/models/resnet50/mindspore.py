@@ -136,7 +136,7 @@ class Workload(ImageProbes):
         decay = [p for n, p in named.items() if p.requires_grad and decays(n)]
         no_decay = [p for n, p in named.items() if p.requires_grad and not decays(n)]
         steps = self.n_train // (self.batch * ctx.world_size)
-        self.lrs = lr_schedule(hp["lr"], hp["warmup_epochs"], ctx.cell.spec["epochs"], steps)
+        self.lrs = lr_schedule(hp["lr"], hp["warmup_epochs"], ctx.cell.spec.epochs, steps)
         # Per-step learning rates: nn.Momentum takes lrs[global_step] and advances global_step by one per call.
         self.opt = nn.Momentum([{"params": decay, "weight_decay": hp["weight_decay"]},
                                 {"params": no_decay, "weight_decay": 0.0}],
@@ -155,7 +155,7 @@ class Workload(ImageProbes):
             self.step = make_train_step(ctx, self.loss_cell, self.opt)
         # Dataset sinking (GRAPH mode on Ascend/GPU): the same batches, fed through a MindSpore dataset.
         sink, _ = dataset_sink(ctx, fixed_shapes=True)
-        self.sunk = SunkEpochs(self.step, self._batches, ctx.cell.spec["epochs"], steps, ["x", "y"]) if sink else None
+        self.sunk = SunkEpochs(self.step, self._batches, ctx.cell.spec.epochs, steps, ["x", "y"]) if sink else None
         probe_test, probe_x, probe_y = probe_batches(data)
         self.probe_test, self.probe_x = Tensor(probe_test), Tensor(probe_x)
         self.probe_y = Tensor(probe_y.astype(np.int32))

@@ -102,7 +102,7 @@ class Workload(ImageProbes):
                                     {"params": no_decay, "weight_decay": 0.0}],
                                    lr=hp["lr"], momentum=hp["momentum"], dampening=0.0, nesterov=False)
         steps = self.n_train // (self.batch * ctx.world_size)
-        self.lrs = lr_schedule(hp["lr"], hp["warmup_epochs"], ctx.cell.spec["epochs"], steps)
+        self.lrs = lr_schedule(hp["lr"], hp["warmup_epochs"], ctx.cell.spec.epochs, steps)
         self.step_no = 0
         # AMP (autocast + GradScaler, or apex O2 on Ascend) sees the bare model, before DDP and torch.compile.
         self.net, self.opt, self.amp = mixed_precision(ctx, self.net, self.opt)
