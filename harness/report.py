@@ -20,7 +20,7 @@ from typing import Any
 import jinja2
 
 from harness import claims as claim_rules
-from harness import companion, figures, measure
+from harness import companion, faults, figures, measure
 from harness.errors import HarnessError
 from harness.store import RunStore, write_atomic
 
@@ -270,7 +270,19 @@ def render(runs: list[Path], out: Path | None = None) -> Path:
     try:
         (out / "tables").mkdir(parents=True, exist_ok=True)
     except OSError as e:
+        if faults.storage(e, out):
+            raise faults.report_folder(e, out) from None
         raise HarnessError(f"report folder {out} cannot be created ({e.strerror}); choose another with --out") from None
+    try:
+        _write(data, out)
+    except OSError as e:
+        if faults.storage(e, out):  # a full disk or a folder turned read-only: one line; the runs are only read
+            raise faults.report_folder(e, out) from None
+        raise
+    return out / "report.html"
+
+
+def _write(data: dict[str, Any], out: Path) -> None:
     data["figures"] = make_figures(data, out / "figures")
     html_env, tex_env = _environments()
     tables = {}
@@ -280,4 +292,3 @@ def render(runs: list[Path], out: Path | None = None) -> Path:
     companion.render(data, tex_env, out / "tables")  # the companion studies' section and its fragments
     write_atomic(out / "report.tex", tex_env.get_template("report.tex.j2").render(tables=tables, **data))
     write_atomic(out / "report.html", html_env.get_template("report.html.j2").render(**data))
-    return out / "report.html"
