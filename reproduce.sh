@@ -250,10 +250,13 @@ if [ "$where" = native ]; then
         show "$py" -m pip install --require-hashes -r "$lock"
       fi
     elif [ ! -x "$py" ] || [ "$(cat "$stamp" 2> /dev/null)" != "$want" ]; then
+      # Stock Ubuntu 22.04 and 24.04 have Python 3.10 and 3.12: the CPU image needs no host Python at all.
+      instead="add --container to run in the CPU image (docker or podman; no host Python needed), or install Python 3.11 and set PYTHON=/path/to/python3.11"
       base="${PYTHON:-$(command -v python3.11 || command -v python3 || true)}"
-      [ -n "$base" ] || die "no python3 found; install Python 3.11 or set PYTHON=/path/to/python3.11"
-      ver="$("$base" -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
-      [ "$ver" = 3.11 ] || die "$base is Python $ver; the lock file pins wheels for Python 3.11: install it or set PYTHON"
+      [ -n "$base" ] || die "no python3 found, and the lock pins wheels for Python 3.11; $instead"
+      ver="$("$base" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2> /dev/null)" \
+        || die "$base does not run; $instead"
+      [ "$ver" = 3.11 ] || die "$base is Python $ver, and the lock pins wheels for Python 3.11; $instead"
       echo "reproduce.sh: making $venv from $lock (hash-checked; torch and mindspore are large)" >&2
       "$base" -m venv "$venv"
       # One retry per index: the lock names the PyTorch CPU index, which an air-gapped host cannot reach.

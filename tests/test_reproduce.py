@@ -327,3 +327,35 @@ def test_check_is_in_the_usage_of_the_script_and_the_readme():
     assert "--check" in help_text.splitlines()[2] and "  --check " in help_text
     usage = next(line for line in (REPO / "README.md").read_text().splitlines() if line.startswith("`./reproduce.sh "))
     assert "[--check]" in usage
+
+
+def _checkout_without_venv(tmp_path: Path) -> Path:
+    """reproduce.sh and the CPU lock in a folder with no .venv, as a fresh clone has them."""
+    clone = tmp_path / "clone"
+    (clone / "requirements").mkdir(parents=True)
+    shutil.copy(SCRIPT, clone / "reproduce.sh")
+    shutil.copy(REPO / "requirements" / "cpu.txt", clone / "requirements" / "cpu.txt")
+    return clone
+
+
+@pytest.mark.parametrize("host, python3, said", [
+    ("Ubuntu 22.04", "3.10", "{py} is Python 3.10, and the lock pins wheels for Python 3.11"),
+    ("Ubuntu 24.04", "3.12", "{py} is Python 3.12, and the lock pins wheels for Python 3.11"),
+    ("no Python", None, "no python3 found, and the lock pins wheels for Python 3.11"),
+])
+def test_a_host_without_python_3_11_is_pointed_at_container(tmp_path, host, python3, said):
+    """The CPU image needs no host Python: the line that stops a fresh `./reproduce.sh cpu` says so."""
+    path = _path_without_engines(tmp_path)
+    fake = Path(path) / "python3"
+    if python3:  # a stock python3 of that release (and no python3.11)
+        fake.write_text(f"#!/bin/sh\necho {python3}\n")
+        fake.chmod(0o755)
+    clone = _checkout_without_venv(tmp_path)
+    proc = subprocess.run(["bash", str(clone / "reproduce.sh"), "cpu", "--out", str(tmp_path / "o")],
+                          capture_output=True, text=True, timeout=60, cwd=tmp_path,
+                          env={"PATH": path, "HOME": str(tmp_path)})
+    line = one_line_error(proc)
+    assert proc.returncode == 2
+    assert line == (f"reproduce.sh: {said.format(py=fake)}; add --container to run in the CPU image (docker or "
+                    f"podman; no host Python needed), or install Python 3.11 and set PYTHON=/path/to/python3.11")
+    assert not (clone / ".venv").exists()
