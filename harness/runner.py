@@ -146,7 +146,8 @@ def check_out(out: Path) -> None:
         raise HarnessError(f"--out {out} is a file, not a folder; choose a folder (new, or a run folder with --resume)")
     why = faults.unwritable(out) if out.is_dir() else None
     if why:
-        raise HarnessError(f"--out {out} cannot be written ({why}); make it writable, or choose another --out")
+        raise HarnessError(f"--out {out} cannot be written ({why}); make it writable, then run again (--resume "
+                           f"continues a run there), or choose another --out")
     parent = out
     while not parent.exists():
         parent = parent.parent
