@@ -397,7 +397,12 @@ status=0
 if [ "$status" -eq 2 ]; then
   exit 2  # the harness refused its input and said why in one line
 fi
-"${report_cmd[@]}" > /dev/null || die "rendering the report in $image failed"
+status_report=0
+"${report_cmd[@]}" > /dev/null || status_report=$?
+if [ "$status_report" -eq 2 ]; then
+  exit 2  # the harness said why in one line (say, a report folder it cannot write)
+fi
+[ "$status_report" -eq 0 ] || die "rendering the report in $image failed"
 echo "report: $out/report/report.html"
 echo "LaTeX:  $out/report/report.tex and $out/report/tables/"
 exit "$status"

@@ -31,18 +31,21 @@ def _path_without_engines(tmp_path: Path) -> str:
 
 
 def fake_engine(tmp_path: Path, name: str = "docker", *, answers: bool = True, has_image: bool = True,
-                build_ok: bool = True) -> Path:
-    """A docker/podman stand-in that logs its arguments (tab-separated, one call a line) to calls.log."""
+                build_ok: bool = True, report_error: str | None = None) -> Path:
+    """A docker/podman stand-in that logs its arguments (tab-separated, one call a line) to calls.log; with
+    report_error, the harness's `report` inside it prints that line and exits 2, as the harness does."""
     bin_dir = tmp_path / "fakebin"
     bin_dir.mkdir(exist_ok=True)
     log = tmp_path / "calls.log"
+    on_report = (f"case \" $* \" in *' report /results '*) echo '{report_error}' >&2; exit 2 ;; esac;"
+                 if report_error else "")
     script = f"""#!/usr/bin/env bash
 {{ printf '%s\t' "$@"; printf '\n'; }} >> {log}
 case "$1" in
   info) exit {0 if answers else 1} ;;
   image) exit {0 if has_image else 1} ;;
   build) echo "STEP 1/9: FROM base" >&2; exit {0 if build_ok else 1} ;;
-  run) exit 0 ;;
+  run) {on_report} exit 0 ;;
 esac
 exit 0
 """
@@ -225,6 +228,16 @@ def test_container_run_then_report_with_mounts(tmp_path):
     assert report[-3:] == ["example/harness:1", "report", "/results"]
     assert f"report: {out}/report/report.html" in proc.stdout
     assert out.is_dir() and data.is_dir()
+
+
+def test_a_report_folder_the_image_cannot_write_is_the_harness_line_alone(tmp_path):
+    said = ("error: cannot write the report to /results/report/tables: the file system is read-only; make "
+            "/results/report writable again (remount it read-write), or choose another report folder with --out "
+            "(the run folders are unchanged)")
+    bin_dir = fake_engine(tmp_path, "docker", report_error=said)
+    proc = run(tmp_path, "cpu", "--container", "--image", "example/harness:1", "--out", tmp_path / "o",
+               "--data-dir", tmp_path / "d", path=f"{bin_dir}:{_path_without_engines(tmp_path)}")
+    assert proc.returncode == 2 and one_line_error(proc) == said
 
 
 def test_incomplete_lock_blocks_the_build_with_one_line(tmp_path):
