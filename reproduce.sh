@@ -250,10 +250,13 @@ if [ "$where" = native ]; then
         show "$py" -m pip install --require-hashes -r "$lock"
       fi
     elif [ ! -x "$py" ] || [ "$(cat "$stamp" 2> /dev/null)" != "$want" ]; then
+      # Stock Ubuntu 22.04 and 24.04 have Python 3.10 and 3.12: the CPU image needs no host Python at all.
+      instead="add --container to run in the CPU image (docker or podman; no host Python needed), or install Python 3.11 and set PYTHON=/path/to/python3.11"
       base="${PYTHON:-$(command -v python3.11 || command -v python3 || true)}"
-      [ -n "$base" ] || die "no python3 found; install Python 3.11 or set PYTHON=/path/to/python3.11"
-      ver="$("$base" -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
-      [ "$ver" = 3.11 ] || die "$base is Python $ver; the lock file pins wheels for Python 3.11: install it or set PYTHON"
+      [ -n "$base" ] || die "no python3 found, and the lock pins wheels for Python 3.11; $instead"
+      ver="$("$base" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2> /dev/null)" \
+        || die "$base does not run; $instead"
+      [ "$ver" = 3.11 ] || die "$base is Python $ver, and the lock pins wheels for Python 3.11; $instead"
       echo "reproduce.sh: making $venv from $lock (hash-checked; torch and mindspore are large)" >&2
       "$base" -m venv "$venv"
       # One retry per index: the lock names the PyTorch CPU index, which an air-gapped host cannot reach.
@@ -394,7 +397,12 @@ status=0
 if [ "$status" -eq 2 ]; then
   exit 2  # the harness refused its input and said why in one line
 fi
-"${report_cmd[@]}" > /dev/null || die "rendering the report in $image failed"
+status_report=0
+"${report_cmd[@]}" > /dev/null || status_report=$?
+if [ "$status_report" -eq 2 ]; then
+  exit 2  # the harness said why in one line (say, a report folder it cannot write)
+fi
+[ "$status_report" -eq 0 ] || die "rendering the report in $image failed"
 echo "report: $out/report/report.html"
 echo "LaTeX:  $out/report/report.tex and $out/report/tables/"
 exit "$status"

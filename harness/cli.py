@@ -86,12 +86,17 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(args) -> int:
-    from harness import runner
+    from harness import faults, runner
 
     m = matrix_mod.load(args.matrix)
-    return runner.run(m, args.profile, args.platform, args.out, only=args.only, data_dir=args.data_dir,
-                      synthetic=args.synthetic, resume=args.resume, allow_download=args.download, shard=args.shard,
-                      log=lambda s: print(s, file=sys.stderr, flush=True))
+    try:
+        return runner.run(m, args.profile, args.platform, args.out, only=args.only, data_dir=args.data_dir,
+                          synthetic=args.synthetic, resume=args.resume, allow_download=args.download,
+                          shard=args.shard, log=lambda s: print(s, file=sys.stderr, flush=True))
+    except OSError as e:
+        if faults.storage(e, args.out):  # a full disk, a read-only or vanished run folder: one line, then --resume
+            raise faults.run_folder(e, args.out) from None
+        raise
 
 
 def _list(args) -> int:

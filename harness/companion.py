@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness import measure
-from harness.store import RunStore
+from harness.store import RunStore, write_atomic
 
 S1 = "Xia and Zhou, Performance Comparison between PyTorch and MindSpore (IJDMS 14(1/2), 2022)"
 S2 = "ilkarman, DeepLearningFrameworks v1.0 (as summarised by Analytics India Magazine)"
@@ -125,7 +125,7 @@ def render(data: dict[str, Any], tex_env, out_tables) -> str:
     texts = []
     for name in FRAGMENTS:
         text = tex_env.get_template(f"{name}.tex.j2").render(companion=data["companion"], **CONTEXT)
-        (out_tables / f"{name}.tex").write_text(text)
+        write_atomic(out_tables / f"{name}.tex", text)
         texts.append(text)
     data["companion_tex"] = "\n".join(texts)
     data.update(CONTEXT)

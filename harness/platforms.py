@@ -14,6 +14,17 @@ PLATFORMS = ("cpu", "cuda", "ascend")
 # The modules a framework's cells import, per platform (PyTorch on Ascend runs through torch_npu).
 FRAMEWORK_MODULES = {"pytorch": ("torch",), "mindspore": ("mindspore",)}
 PLATFORM_MODULES = {("ascend", "pytorch"): ("torch_npu",)}
+# The PyTorch each platform's lock pins, and why (requirements/<platform>.in, Dockerfile.<platform>'s TORCH_VERSION;
+# tests/test_report.py checks both). Shown in the report's environment table. MindSpore is 2.10.0 on all three.
+PYTORCH_PINS = {
+    "cpu": ("2.13.0", "its CPU build (+cpu, from PyTorch's CPU index); no accelerator stack constrains it: the "
+                      "version the CPU lock compares"),
+    "cuda": ("2.7.1", "PyPI's Linux x86_64 wheel of it is the CUDA 12.6 build, so the image needs no other index, "
+                      "and it still carries V100 (sm_70) kernels, checked in the built image; PyPI releases from 2.11 "
+                      "on drop Volta"),
+    "ascend": ("2.12.0", "torch_npu 2.12.0 patches PyTorch 2.12.0, and Ascend's compatibility table pairs it with "
+                         "CANN 9.1.0 (no CANN is paired with torch_npu 2.13.0)"),
+}
 
 
 def visible_devices(platform: str) -> int:

@@ -20,7 +20,7 @@ from typing import Any
 import jinja2
 
 from harness import claims as claim_rules
-from harness import companion, figures, measure
+from harness import companion, faults, figures, measure, platforms
 from harness.errors import HarnessError
 from harness.store import RunStore, write_atomic
 
@@ -138,7 +138,7 @@ def collect(runs: list[Path]) -> dict[str, Any]:
                                                                             platform=h["meta"].get("platform"))
                                for h in hosts},
             "synthetic": any(r["synthetic"] for r in rows), "profiles": profiles, "paper_env": PAPER_ENV,
-            "env_rows": environment_rows(hosts), "at_best": at_best(hosts)}
+            "env_rows": environment_rows(hosts), "version_note": version_note(hosts), "at_best": at_best(hosts)}
 
 
 REFERENCE_GAP = "reference_gap.json"  # written into a run folder by benchmarks/reference_gap.py --out
@@ -215,10 +215,34 @@ def environment_rows(hosts: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "stack": stack, "python": (env.get("python") or {}).get("version", "–"),
                 "torch": packages.get("torch") or "–", "mindspore": packages.get("mindspore") or "–"}
 
+    def pin(platform: str | None, torch: str | None) -> str:
+        if platform not in platforms.PYTORCH_PINS:
+            return "–"
+        version, why = platforms.PYTORCH_PINS[platform]
+        ran = "" if torch and torch.split("+")[0] == version else f"; this host ran {torch or 'no PyTorch'} instead"
+        return f"{version} for {platform}: {why}{ran}"
+
     names = {"accelerators": "accelerators", "cpu": "CPU", "os": "operating system",
-             "stack": "accelerator software", "python": "Python", "torch": "PyTorch", "mindspore": "MindSpore"}
-    per_host = [host_values(h["env"]) for h in hosts]
-    return [{"what": names[k], "paper": PAPER_ENV[k], "hosts": [v[k] for v in per_host]} for k in names]
+             "stack": "accelerator software", "python": "Python", "torch": "PyTorch", "torch_pin": "PyTorch pinned",
+             "mindspore": "MindSpore"}
+    per_host = [host_values(h["env"]) | {"torch_pin": pin(h["meta"].get("platform"),
+                                                            (h["env"].get("packages") or {}).get("torch"))}
+                for h in hosts]
+    return [{"what": names[k], "paper": PAPER_ENV.get(k, "–"), "hosts": [v[k] for v in per_host]} for k in names]
+
+
+def version_note(hosts: list[dict[str, Any]]) -> str | None:
+    """Said beside every comparison across hosts (Table I) when the hosts ran different framework builds."""
+    differ = []
+    for package, name in (("torch", "PyTorch"), ("mindspore", "MindSpore")):
+        seen = {h["label"]: (h["env"].get("packages") or {}).get(package) for h in hosts}
+        if len(set(seen.values())) > 1:
+            differ.append(f"{name} " + ", ".join(f"{v or 'not recorded'} ({label})" for label, v in seen.items()))
+    if not differ:
+        return None
+    return (f"The hosts ran different framework versions: {'; '.join(differ)}. A difference between their columns "
+            f"is the hardware and the framework build together, not the hardware alone (each platform's pinned "
+            f"PyTorch, and why: the environment table).")
 
 
 def operator_ratios(index: dict[str, dict[str, measure.Repeats]]) -> list[dict[str, Any]]:
@@ -270,7 +294,19 @@ def render(runs: list[Path], out: Path | None = None) -> Path:
     try:
         (out / "tables").mkdir(parents=True, exist_ok=True)
     except OSError as e:
+        if faults.storage(e, out):
+            raise faults.report_folder(e, out) from None
         raise HarnessError(f"report folder {out} cannot be created ({e.strerror}); choose another with --out") from None
+    try:
+        _write(data, out)
+    except OSError as e:
+        if faults.storage(e, out):  # a full disk or a folder turned read-only: one line; the runs are only read
+            raise faults.report_folder(e, out) from None
+        raise
+    return out / "report.html"
+
+
+def _write(data: dict[str, Any], out: Path) -> None:
     data["figures"] = make_figures(data, out / "figures")
     html_env, tex_env = _environments()
     tables = {}
@@ -280,4 +316,3 @@ def render(runs: list[Path], out: Path | None = None) -> Path:
     companion.render(data, tex_env, out / "tables")  # the companion studies' section and its fragments
     write_atomic(out / "report.tex", tex_env.get_template("report.tex.j2").render(tables=tables, **data))
     write_atomic(out / "report.html", html_env.get_template("report.html.j2").render(**data))
-    return out / "report.html"

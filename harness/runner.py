@@ -8,6 +8,8 @@
   this Python lacks: `platforms.missing_framework`), and runs the rest; an earlier result is moved
   aside, never overwritten. Without --resume a folder that already holds results is refused.
 - Ctrl-C (or SIGTERM) ends the running child, keeps everything finished, and says how to resume.
+- A full disk, a read-only run folder or a data folder gone mid-run stops the run with one line (harness.faults);
+  a result that could not be written leaves no file, so `--resume` runs that cell again.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from harness import arith, cellid, envinfo, eventlog, launch, platforms, scenarios, telemetry
+from harness import arith, cellid, envinfo, eventlog, faults, launch, platforms, scenarios, telemetry
 from harness import data as datasets
 from harness import matrix as matrix_mod
 from harness.cell import Cell
@@ -98,6 +100,7 @@ def run(matrix: Matrix, profile: str, platform: str, out: Path, *, only: str | N
                 result = _base(cell, repeat, platform, cell.dataset in fake) | {
                     "status": "skipped", "reason": reason}
             else:
+                _require_data(cell, folders)
                 log(f"{head}: running (timeout {cell.timeout_s:.0f} s)")
                 try:
                     result = _run_child(store, cell, repeat, platform, folders, cell.dataset in fake,
@@ -105,9 +108,13 @@ def run(matrix: Matrix, profile: str, platform: str, out: Path, *, only: str | N
                 except Interrupted:
                     raise
                 except Exception as e:  # noqa: BLE001 - a cell that cannot run is a failed cell; the run goes on
+                    if faults.storage(e, out):
+                        raise  # the run folder's fault, not the cell's: the run stops, the cell runs on --resume
                     result = _base(cell, repeat, platform, cell.dataset in fake) | {
                         "status": "failed", "reason": f"the cell could not be run: {type(e).__name__}: {e}"[:500]}
             store.write_result(cell.id, repeat, result)
+            if result["status"] not in KEEP_ON_RESUME:
+                _require_data(cell, folders)  # a cell that failed because its data folder vanished stops the run
             counts[result["status"]] = counts.get(result["status"], 0) + 1
             tail = f" ({str(result['reason']).splitlines()[0][:200]})" if result.get("reason") else ""
             took = time.monotonic() - t
@@ -118,11 +125,16 @@ def run(matrix: Matrix, profile: str, platform: str, out: Path, *, only: str | N
         log(f"interrupted ({e}); finished cells are kept in {out}; continue with --resume")
         return 130
     finally:
+        failing = sys.exc_info()[1] is not None  # a fault already on its way to the user is the one it sees
         for sig, handler in old.items():
             signal.signal(sig, handler)
         invocation["finished_at"] = env["run_finished_at"] = _now()
-        store.write_meta(meta)
-        write_json_atomic(out / "env.json", env)
+        try:
+            store.write_meta(meta)
+            write_json_atomic(out / "env.json", env)
+        except OSError:
+            if not failing:
+                raise
     summary = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
     log(f"done: {summary}; results in {out}")
     return 0 if all(s in KEEP_ON_RESUME for s in counts) else 1
@@ -133,6 +145,10 @@ def check_out(out: Path) -> None:
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise HarnessError(f"--out {out} is a file, not a folder; choose a folder (new, or a run folder with --resume)")
+    why = faults.unwritable(out) if out.is_dir() else None
+    if why:
+        raise HarnessError(f"--out {out} cannot be written ({why}); make it writable, then run again (--resume "
+                           f"continues a run there), or choose another --out")
     parent = out
     while not parent.exists():
         parent = parent.parent
@@ -186,6 +202,12 @@ def _claim(store: RunStore, matrix: Matrix, profile: str, platform: str, synthet
 def _prepare_data(cells: list[Cell], data_dir: Path, allow_download: bool) -> dict[str, str]:
     names = sorted({c.dataset for c in cells if c.dataset})
     return {n: str(datasets.prepare(n, data_dir, allow_download).resolve()) for n in names}
+
+
+def _require_data(cell: Cell, folders: dict[str, str]) -> None:
+    dataset = cell.dataset
+    if dataset in folders:
+        faults.require_data(dataset, folders[dataset])
 
 
 def _too_few_devices(cell: Cell, n_devices: int, platform: str) -> str | None:
@@ -246,6 +268,8 @@ def _run_child(store: RunStore, cell: Cell, repeat: int, platform: str, folders:
         try:
             rc = launch.start(argv, log_path, cell_dir, env, cell.timeout_s, watch)
         except OSError as e:  # launcher missing, not executable, bad argv: this cell fails, the run goes on
+            if faults.storage(e, store.root):
+                raise  # its log could not be opened: the run folder's fault
             return result | {"finished_at": _now(), "elapsed_s": 0.0, "exit_code": None, "signal": None,
                              "status": "failed", "reason": f"could not start {argv[0]}: {e}"[:500]}
         if (cell.devices == 1 or fixed_port or rc == 0 or attempt == PORT_TRIES

@@ -14,6 +14,7 @@ a re-run first moves the earlier result aside (r<k>.prev<n>.json).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -32,20 +33,34 @@ NUMERIC_KEYS = ("first_epoch_throughput", "mean_throughput_other_epochs", "time_
 
 
 def write_atomic(path: str | Path, content: str | bytes) -> None:
-    """Write a file so that a reader (or a crash) sees the old file or the new one, never half of one."""
+    """Write a file so that a reader (or a crash) sees the old file or the new one, never half of one.
+
+    A write that fails (a full disk, a read-only file system) leaves the old file, or none, and no temporary file,
+    and raises OSError naming `path` (write() and fsync() report ENOSPC without a file name): harness.faults
+    turns it into one line."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    data = content.encode() if isinstance(content, str) else content
+    tmp = None
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(content.encode() if isinstance(content, str) else content)
-            f.flush()
-            os.fsync(f.fileno())
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
         os.chmod(tmp, 0o644)
         os.replace(tmp, path)
+    except OSError as e:
+        if e.filename is None:
+            raise OSError(e.errno, e.strerror, str(path)) from e
+        raise
     finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+        if tmp is not None and os.path.exists(tmp):
+            with contextlib.suppress(OSError):  # a file system turned read-only keeps it: a hidden .tmp, never read
+                os.unlink(tmp)
 
 
 def write_json_atomic(path: str | Path, obj: Any) -> None:

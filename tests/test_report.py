@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import report
+from harness import platforms, report
+from tests.conftest import REPO
 
 FIXTURE = Path(__file__).parent / "fixtures" / "results_quick.json"  # a real quick-profile run on the CI machine
 IN_CI = bool(os.environ.get("CI"))
@@ -99,7 +100,8 @@ def two_hosts(tmp_path_factory):
     cpu = _write_run(root / "cpu", "cpu", {"hostname": "ci", "cpu": {"model": "Intel(R) Xeon(R)", "cores": 2},
                                            "packages": {"torch": "2.13.0+cpu", "mindspore": "2.10.0"}}, quick)
     cuda = _write_run(root / "cuda", "cuda", {"hostname": "v100-box", "nvidia": {"gpus": [{"name": "Tesla V100"}],
-                                                                                 "driver": "535"}},
+                                                                                 "driver": "535"},
+                                              "packages": {"torch": "2.7.1+cu126", "mindspore": "2.10.0"}},
                       _cuda_results(quick))
     html_path = report.render([cpu, cuda], root / "out")
     return root / "out", html_path.read_text(), report.collect([cpu, cuda])
@@ -135,6 +137,48 @@ def test_table1_has_a_column_group_per_host_and_memory_and_power(two_hosts):
     assert set(gcn["by_host"]) == {"cpu", "cuda"}
     assert gcn["by_host"]["cuda"]["peak_device_memory_mb"]["median"] == 812.0
     assert ">812<" in html and "61.5" in html
+
+
+def test_each_platforms_pinned_pytorch_and_why_are_in_the_environment_table(two_hosts):
+    _, html, data = two_hosts
+    pinned = next(e for e in data["env_rows"] if e["what"] == "PyTorch pinned")
+    assert pinned["hosts"][0].startswith("2.13.0 for cpu: its CPU build")
+    assert pinned["hosts"][1].startswith("2.7.1 for cuda: PyPI's Linux x86_64 wheel of it is the CUDA 12.6 build")
+    assert "this host ran" not in " ".join(pinned["hosts"])  # each ran its platform's pin
+    assert "<th>PyTorch pinned</th><td>–</td><td>2.13.0 for cpu: " in html
+
+
+def test_a_merged_report_says_the_hosts_ran_different_framework_versions_beside_table_1(two_hosts):
+    out, html, data = two_hosts
+    note = ("The hosts ran different framework versions: PyTorch 2.13.0+cpu (cpu), 2.7.1+cu126 (cuda). A difference "
+            "between their columns is the hardware and the framework build together, not the hardware alone")
+    assert data["version_note"].startswith(note)
+    table1 = html[html.index('<h2 id="table1">'):html.index('<h2 id="ttt">')]
+    assert '<div class="banner" id="version-note">' + note in table1  # beside the comparison, not elsewhere
+    assert "2.13.0+cpu (cpu), 2.7.1+cu126 (cuda)" in (out / "tables" / "table1.tex").read_text()
+
+
+def test_one_host_or_the_same_versions_need_no_note(tmp_path):
+    env = {"hostname": "a", "packages": {"torch": "2.13.0+cpu", "mindspore": "2.10.0"}}
+    one = _write_run(tmp_path / "a", "cpu", env, [])
+    two = _write_run(tmp_path / "b", "cpu", {**env, "hostname": "b"}, [])
+    assert report.version_note(report.collect([one])["hosts"]) is None
+    assert report.version_note(report.collect([one, two])["hosts"]) is None
+    older = _write_run(tmp_path / "c", "cpu", {**env, "hostname": "c", "packages": {"torch": "2.12.0+cpu"}}, [])
+    hosts = report.collect([one, older])["hosts"]
+    assert report.version_note(hosts).startswith("The hosts ran different framework versions: PyTorch 2.13.0+cpu "
+                                                 "(cpu (a)), 2.12.0+cpu (cpu (c)); MindSpore 2.10.0 (cpu (a)), not "
+                                                 "recorded (cpu (c)).")
+    pinned = next(e for e in report.environment_rows(hosts) if e["what"] == "PyTorch pinned")
+    assert pinned["hosts"][1].endswith("; this host ran 2.12.0+cpu instead")
+
+
+@pytest.mark.parametrize("platform", sorted(platforms.PYTORCH_PINS))
+def test_the_pinned_pytorch_is_the_one_the_lock_and_the_dockerfile_pin(platform):
+    version, _ = platforms.PYTORCH_PINS[platform]
+    lock_in = (REPO / "requirements" / f"{platform}.in").read_text()
+    assert re.search(rf"^torch=={re.escape(version)}\s", lock_in, re.M), platform
+    assert f"ARG TORCH_VERSION={version}\n" in (REPO / f"Dockerfile.{platform}").read_text()
 
 
 def test_time_to_target_shows_the_papers_ratios(two_hosts):

@@ -31,18 +31,21 @@ def _path_without_engines(tmp_path: Path) -> str:
 
 
 def fake_engine(tmp_path: Path, name: str = "docker", *, answers: bool = True, has_image: bool = True,
-                build_ok: bool = True) -> Path:
-    """A docker/podman stand-in that logs its arguments (tab-separated, one call a line) to calls.log."""
+                build_ok: bool = True, report_error: str | None = None) -> Path:
+    """A docker/podman stand-in that logs its arguments (tab-separated, one call a line) to calls.log; with
+    report_error, the harness's `report` inside it prints that line and exits 2, as the harness does."""
     bin_dir = tmp_path / "fakebin"
     bin_dir.mkdir(exist_ok=True)
     log = tmp_path / "calls.log"
+    on_report = (f"case \" $* \" in *' report /results '*) echo '{report_error}' >&2; exit 2 ;; esac;"
+                 if report_error else "")
     script = f"""#!/usr/bin/env bash
 {{ printf '%s\t' "$@"; printf '\n'; }} >> {log}
 case "$1" in
   info) exit {0 if answers else 1} ;;
   image) exit {0 if has_image else 1} ;;
   build) echo "STEP 1/9: FROM base" >&2; exit {0 if build_ok else 1} ;;
-  run) exit 0 ;;
+  run) {on_report} exit 0 ;;
 esac
 exit 0
 """
@@ -227,6 +230,16 @@ def test_container_run_then_report_with_mounts(tmp_path):
     assert out.is_dir() and data.is_dir()
 
 
+def test_a_report_folder_the_image_cannot_write_is_the_harness_line_alone(tmp_path):
+    said = ("error: cannot write the report to /results/report/tables: the file system is read-only; make "
+            "/results/report writable again (remount it read-write), or choose another report folder with --out "
+            "(the run folders are unchanged)")
+    bin_dir = fake_engine(tmp_path, "docker", report_error=said)
+    proc = run(tmp_path, "cpu", "--container", "--image", "example/harness:1", "--out", tmp_path / "o",
+               "--data-dir", tmp_path / "d", path=f"{bin_dir}:{_path_without_engines(tmp_path)}")
+    assert proc.returncode == 2 and one_line_error(proc) == said
+
+
 def test_incomplete_lock_blocks_the_build_with_one_line(tmp_path):
     lock = (REPO / "requirements" / "cuda.txt").read_text()
     if "# LOCK-INCOMPLETE" not in lock:
@@ -327,3 +340,35 @@ def test_check_is_in_the_usage_of_the_script_and_the_readme():
     assert "--check" in help_text.splitlines()[2] and "  --check " in help_text
     usage = next(line for line in (REPO / "README.md").read_text().splitlines() if line.startswith("`./reproduce.sh "))
     assert "[--check]" in usage
+
+
+def _checkout_without_venv(tmp_path: Path) -> Path:
+    """reproduce.sh and the CPU lock in a folder with no .venv, as a fresh clone has them."""
+    clone = tmp_path / "clone"
+    (clone / "requirements").mkdir(parents=True)
+    shutil.copy(SCRIPT, clone / "reproduce.sh")
+    shutil.copy(REPO / "requirements" / "cpu.txt", clone / "requirements" / "cpu.txt")
+    return clone
+
+
+@pytest.mark.parametrize("host, python3, said", [
+    ("Ubuntu 22.04", "3.10", "{py} is Python 3.10, and the lock pins wheels for Python 3.11"),
+    ("Ubuntu 24.04", "3.12", "{py} is Python 3.12, and the lock pins wheels for Python 3.11"),
+    ("no Python", None, "no python3 found, and the lock pins wheels for Python 3.11"),
+])
+def test_a_host_without_python_3_11_is_pointed_at_container(tmp_path, host, python3, said):
+    """The CPU image needs no host Python: the line that stops a fresh `./reproduce.sh cpu` says so."""
+    path = _path_without_engines(tmp_path)
+    fake = Path(path) / "python3"
+    if python3:  # a stock python3 of that release (and no python3.11)
+        fake.write_text(f"#!/bin/sh\necho {python3}\n")
+        fake.chmod(0o755)
+    clone = _checkout_without_venv(tmp_path)
+    proc = subprocess.run(["bash", str(clone / "reproduce.sh"), "cpu", "--out", str(tmp_path / "o")],
+                          capture_output=True, text=True, timeout=60, cwd=tmp_path,
+                          env={"PATH": path, "HOME": str(tmp_path)})
+    line = one_line_error(proc)
+    assert proc.returncode == 2
+    assert line == (f"reproduce.sh: {said.format(py=fake)}; add --container to run in the CPU image (docker or "
+                    f"podman; no host Python needed), or install Python 3.11 and set PYTHON=/path/to/python3.11")
+    assert not (clone / ".venv").exists()
