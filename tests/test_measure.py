@@ -70,3 +70,31 @@ def test_one_operator_ratio_for_claims_report_and_figures():
         "operator/linear/mindspore/graph/fp32/fwd/b1", "operator/linear/pytorch/eager/fp32/fwd/b1"])
     [entry] = report.operator_ratios({"cpu": index})
     assert (entry["ratio_graph"], entry["ratio_pynative"], entry["throughput"]["pytorch/eager"]) == (1.5, 0.5, 100.0)
+
+
+def test_a_ratio_interval_is_a_seeded_percentile_bootstrap_over_each_sides_repeats():
+    a, b = measure.Sample((10.0, 11.0, 12.0)), measure.Sample((5.0, 5.5, 6.0))
+    lo, hi = measure.ratio_interval(a, b)
+    assert measure.ratio_interval(a, b) == (lo, hi)  # deterministic: a fixed seed
+    # The extremes a resample can give are 10/6 and 12/5; at 95% over 4000 resamples both are reached.
+    assert (lo, hi) == (pytest.approx(10 / 6), pytest.approx(12 / 5))
+    assert lo <= a.median / b.median <= hi
+    narrow = measure.ratio_interval(measure.Sample((10.0, 10.0, 10.0)), measure.Sample((5.0, 5.0, 5.0)))
+    assert narrow == (2.0, 2.0)
+    wider = measure.ratio_interval(a, b, level=0.5)
+    assert lo <= wider[0] <= wider[1] <= hi
+
+
+def test_a_ratio_needs_two_repeats_a_side_for_an_interval():
+    assert measure.ratio_interval(measure.Sample((10.0,)), measure.Sample((5.0, 6.0))) is None
+    assert measure.ratio_interval(measure.Sample((10.0, 11.0)), measure.Sample((5.0,))) is None
+    assert measure.ratio_interval(measure.Sample((10.0, 11.0)), measure.Sample((5.0, 6.0))) is not None
+
+
+def test_a_repeat_that_never_reached_the_target_is_infinitely_slow_inside_the_resamples():
+    slow = measure.Sample((None, None, 12.0), slowest_if_missing=True)
+    fast = measure.Sample((5.0, 5.5, 6.0), slowest_if_missing=True)
+    assert measure.ratio_interval(slow, fast) == (2.0, None)   # upper end +inf: reported as None
+    assert measure.ratio_interval(fast, slow)[0] == 0.0        # the other way round, a resample's ratio can be 0
+    never = measure.Sample((None, None, 6.0), slowest_if_missing=True)
+    assert measure.ratio_interval(slow, never) == (0.0, None)  # inf / inf has no ratio: the interval widens
