@@ -194,6 +194,14 @@ def _c5(index: dict[str, Repeats]) -> list[Part]:
     return parts
 
 
+def compared_settings() -> frozenset[tuple[str, str, str]]:
+    """(framework, mode, amp) of the 1-device model cells C1-C4 compare, read from their own definitions (the fair
+    baseline of C1, C2 and the time to target, and the rows of C1's throughput, C3 and C4): the cells a profile's
+    `claim_repeats` repeat (harness.matrix), so that each of their ratios has an interval."""
+    rows = (C1_THROUGHPUT, *C3_ROWS, *C4_ROWS)
+    return frozenset({s for row in rows for s in (row.a, row.b)} | {(fw, *BASELINE[fw]) for fw in BASELINE})
+
+
 _c3 = _rows(C3_ROWS)
 _c4 = _rows(C4_ROWS)
 RULES = {"C1": _c1, "C2": _c2, "C3": _c3, "C4": _c4, "C5": _c5}
