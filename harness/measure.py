@@ -168,6 +168,15 @@ class Repeats:
         return f"{self.cell} {r.get('status', 'not ok')}{why}"
 
 
+def interval_text(interval: tuple[float, float | None] | None, digits: int = 2) -> str:
+    """A ratio_interval as 'lo–hi' (an infinite upper end: ∞), the one wording of the claims, report and figures;
+    '' for none."""
+    if not interval:
+        return ""
+    lo, hi = interval
+    return f"{lo:.{digits}f}–{'∞' if hi is None else f'{hi:.{digits}f}'}"
+
+
 def summarise(results: Iterable[dict[str, Any]]) -> dict[str, Repeats]:
     """Results (one per cell and repeat) grouped per cell, in the order their cells first appear."""
     index: dict[str, Repeats] = {}

@@ -16,7 +16,7 @@ from harness.claims.paper import (
     SETTING_NAMES,
     TIE_RATIO,
 )
-from harness.measure import LEVEL, Repeats
+from harness.measure import LEVEL, Repeats, interval_text
 
 SUPPORTS, CONTRADICTS, NOT_MEASURED = "supports", "contradicts", "not measured"   # outcome of one Part (or
 # INCONCLUSIVE: its ratio's interval reaches across an edge of the tie band)
@@ -130,7 +130,7 @@ def _compare(name: str, cells: list[str], ratio: float, expect: str, text: str,
         lo, hi = interval
         sides = {_side(lo), "above" if hi is None else _side(hi)}
         side = sides.pop() if len(sides) == 1 else INCONCLUSIVE
-        ends = f"; {LEVEL:.0%} interval {lo:.2f} to {'∞' if hi is None else f'{hi:.2f}'}"
+        ends = f"; {LEVEL:.0%} interval {interval_text(interval)}"
     verdict = {expect: SUPPORTS, INCONCLUSIVE: INCONCLUSIVE}.get(side, CONTRADICTS)
     note = (f", a tie (within {TIE_RATIO - 1:.0%})" if side == "tie" else
             f", across the ±{TIE_RATIO - 1:.0%} tie band" if side == INCONCLUSIVE else "")
