@@ -98,3 +98,23 @@ def test_a_repeat_that_never_reached_the_target_is_infinitely_slow_inside_the_re
     assert measure.ratio_interval(fast, slow)[0] == 0.0        # the other way round, a resample's ratio can be 0
     never = measure.Sample((None, None, 6.0), slowest_if_missing=True)
     assert measure.ratio_interval(slow, never) == (0.0, None)  # inf / inf has no ratio: the interval widens
+
+
+def test_the_report_prints_each_ratios_interval_where_there_are_repeats(tmp_path):
+    scale = (0.97, 1.0, 1.03)
+    results = [_gcn(fw, mode, repeat=k, time_to_target_s=t * f, mean_throughput_other_epochs=tput * f,
+                    curve=[[t * f, 0.75]])
+               for fw, mode, t, tput in (("pytorch", "eager", 2.0, 100.0), ("mindspore", "graph", 4.0, 50.0))
+               for k, f in enumerate(scale)]
+    run = _write_run(tmp_path / "run", "cpu", {"hostname": "h"}, results)
+    data = report.collect([run])
+    ttt = next(t for t in data["time_to_target"]["cpu"] if t["model"] == "gcn")
+    iv = measure.ratio_interval(measure.Sample(tuple(2.0 * f for f in scale)),
+                                measure.Sample(tuple(4.0 * f for f in scale)))
+    assert ttt["ratio_interval"] == iv and data["intervals"]
+    ms = next(line for line in data["table1"] if line["framework"] == "mindspore")
+    assert ms["vs_pytorch"]["cpu"]["ratio"] == pytest.approx(0.5)
+    html = report.render([run]).read_text()
+    assert measure.interval_text(iv) in html and "verdict-inconclusive" in html
+    tex = (tmp_path / "run" / "report" / "tables" / "time_to_target.tex").read_text()
+    assert report.latex_escape(measure.interval_text(iv)) in tex
