@@ -31,8 +31,8 @@ _LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$",
 _LATEX_RE = re.compile("|".join(re.escape(k) for k in _LATEX_SPECIAL))
 # Non-ASCII that pdflatex's default (OT1) fonts can set; anything else is transliterated or shown as '?'.
 _LATEX_UNICODE = {"–": "--", "—": "---", "×": r"$\times$", "±": r"$\pm$", "µ": r"$\mu$", "®": "(R)",
-                  "©": "(C)", "™": "(TM)", "≥": r"$\geq$", "≤": r"$\leq$", "…": "...", "’": "'", "‘": "`",
-                  "“": "``", "”": "''"}
+                  "©": "(C)", "™": "(TM)", "≥": r"$\geq$", "≤": r"$\leq$", "∞": r"$\infty$", "…": "...", "’": "'",
+                  "‘": "`", "“": "``", "”": "''"}
 
 # The seed paper's set-up (Section IV.A), shown beside every host of this run.
 PAPER_ENV = {"accelerators": "8x Ascend 910 (32 GB)", "cpu": "Kunpeng 920", "os": "EulerOS 2.0 SP8",
