@@ -41,6 +41,9 @@ def _parser() -> argparse.ArgumentParser:
                         "ones named (e.g. --synthetic cifar10); every result made from it says so")
     r.add_argument("--download", action="store_true", help="fetch missing dataset files into --data-dir (verified)")
     r.add_argument("--resume", action="store_true", help="keep cells already ok, run the rest")
+    r.add_argument("--repeats", type=int, metavar="N",
+                   help="N repeats of every cell (default: the profile's `repeats`, and its `claim_repeats` for the "
+                        "model cells the claims C1-C4 compare); with --resume only the repeats not yet ok run")
     r.add_argument("--matrix", type=Path, help="another matrix file (default: harness/matrix.toml)")
     r.add_argument("--shard", metavar="K/N", help="run only the K-th of N deterministic slices of the profile's cells "
                                                   "(round robin over the cell list), into its own --out; `report` "
@@ -50,6 +53,7 @@ def _parser() -> argparse.ArgumentParser:
     ls.add_argument("--profile", default="quick")
     ls.add_argument("--platform", choices=PLATFORMS, default="cpu", help="for [[skip]] rules (default: cpu)")
     ls.add_argument("--only", metavar="GLOB[,GLOB...]")
+    ls.add_argument("--repeats", type=int, metavar="N", help="as `run --repeats N`")
     ls.add_argument("--json", action="store_true")
     ls.add_argument("--matrix", type=Path)
 
@@ -92,7 +96,7 @@ def _run(args) -> int:
     try:
         return runner.run(m, args.profile, args.platform, args.out, only=args.only, data_dir=args.data_dir,
                           synthetic=args.synthetic, resume=args.resume, allow_download=args.download,
-                          shard=args.shard, log=lambda s: print(s, file=sys.stderr, flush=True))
+                          shard=args.shard, repeats=args.repeats, log=lambda s: print(s, file=sys.stderr, flush=True))
     except OSError as e:
         if faults.storage(e, args.out):  # a full disk, a read-only or vanished run folder: one line, then --resume
             raise faults.run_folder(e, args.out) from None
@@ -101,15 +105,17 @@ def _run(args) -> int:
 
 def _list(args) -> int:
     m = matrix_mod.load(args.matrix)
-    cells = m.expand(args.profile, args.only)
+    cells = m.expand(args.profile, args.only, args.repeats)
     rows = [{"cell": c.id, "kind": c.kind, "repeats": c.repeats, "skip": m.skip_reason(c, args.platform)}
             for c in cells]
     if args.json:
         print(json.dumps(rows, indent=1))
     else:
-        for row in rows:
-            print(row["cell"] + (f"    (skipped on {args.platform}: {row['skip']})" if row["skip"] else ""))
-        print(f"{len(rows)} cells, profile {args.profile}", file=sys.stderr)
+        for row in rows:  # the id first on every line (reproduce.sh reads them), then its repeats
+            print(f"{row['cell']}    x{row['repeats']}"
+                  + (f"    (skipped on {args.platform}: {row['skip']})" if row["skip"] else ""))
+        print(f"{len(rows)} cells, {sum(r['repeats'] for r in rows)} repeats in all, profile {args.profile}",
+              file=sys.stderr)
     return 0
 
 

@@ -1,7 +1,9 @@
 """The report's figures, drawn with matplotlib from the report's rows: each is saved as a PDF (for LaTeX) and
 returned as inline SVG (for the self-contained HTML page).
 
-    Figure 3  validation metric against wall time, per model, with the target line
+    Figure 3  validation metric against wall time, per model, with the target line; with repeats, each cell's
+              time to target as a whisker on that line (min to max over the repeats, a tick at the median) and the
+              PyTorch/MindSpore time ratio with its interval (harness.measure.ratio_interval) in the panel
     Figure 4  global throughput and scaling efficiency against the number of devices
     Figure 5  MindSpore / PyTorch throughput ratio against the operator's parameter count, line at 1
     Energy    joules per training sample, per model cell, where the platform measured energy
@@ -18,6 +20,7 @@ from typing import Any
 
 import matplotlib
 
+from harness.measure import interval_text
 from harness.store import write_atomic
 
 matplotlib.use("Agg")  # no display: the report renders on servers and in CI
@@ -71,8 +74,10 @@ def slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
 
 
-def curves(rows: list[dict[str, Any]], host: str, folder: Path) -> dict[str, str] | None:
-    """Figure 3 for one host: one panel per model, one line per (framework, mode, AMP), 1 device."""
+def curves(rows: list[dict[str, Any]], host: str, folder: Path,
+           ttt: list[dict[str, Any]] | None = None) -> dict[str, str] | None:
+    """Figure 3 for one host: one panel per model, one line per (framework, mode, AMP), 1 device; `ttt`: the host's
+    time-to-target table (harness.claims.time_to_target_table), whose ratio intervals are written in the panels."""
     rows = [r for r in rows if r["host"] == host and r["kind"] == "model" and r.get("curve")]
     models = sorted({r["model"] for r in rows})
     if not models:
@@ -87,6 +92,16 @@ def curves(rows: list[dict[str, Any]], host: str, folder: Path) -> dict[str, str
         target = mine[0].get("target")
         if target is not None:
             ax.axhline(target, color="black", linewidth=0.8, linestyle="--", label="target")
+            for r in sorted(mine, key=_label):  # with repeats: the time to target's spread, on the target line
+                t = r["time_to_target"]
+                if t["n"] > 1 and t["median"] is not None:
+                    ax.errorbar([t["median"]], [target], xerr=[[t["median"] - t["min"]],
+                                                               [(t["max"] or t["median"]) - t["median"]]],
+                                fmt="|", color=COLOURS.get(r["framework"], "grey"), capsize=2, linewidth=1)
+        row = next((t for t in ttt or [] if t["model"] == model and t.get("ratio_interval")), None)
+        if row:
+            ax.text(0.98, 0.04, f"PyTorch/MindSpore {row['ratio']:.2f}\n({interval_text(row['ratio_interval'])})",
+                    transform=ax.transAxes, ha="right", va="bottom", fontsize=6)
         ax.set_title(f"{model} (target {target:g})" if target is not None else model)
         ax.set_xlabel("wall time (s)")
         ax.set_ylabel(f"validation {mine[0].get('metric') or 'metric'}")

@@ -1,8 +1,10 @@
 """Load the matrix file and expand a profile into cells with stable ids.
 
 The expansion is a cartesian product of the profile's axis values, pruned by the file's
-[[exclude]] rules. [[skip]] rules depend on the platform and are applied by the runner, which
-records the cell as `skipped` with the rule's reason instead of running it.
+[[exclude]] rules. Each cell runs the profile's `repeats`; the model cells a claim compares (C1-C4, see
+harness.claims.models.compared_settings) at least its `claim_repeats`, so that their ratios have intervals;
+`repeats=` (`harness run --repeats N`) sets every cell's. [[skip]] rules depend on the platform and are applied
+by the runner, which records the cell as `skipped` with the rule's reason instead of running it.
 """
 
 from __future__ import annotations
@@ -10,12 +12,13 @@ from __future__ import annotations
 import fnmatch
 import itertools
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from harness import cellid, companion_matrix, matrix_check
 from harness.cell import Cell
+from harness.claims.models import compared_settings
 from harness.errors import HarnessError
 from harness.spec import OperatorSpec, model_spec
 
@@ -45,12 +48,13 @@ class Matrix:
                 return rule["why"]
         return None
 
-    def expand(self, profile_name: str, only: str | None = None) -> list[Cell]:
+    def expand(self, profile_name: str, only: str | None = None, repeats: int | None = None) -> list[Cell]:
+        """The profile's cells (those matching `only`), each with its number of repeats (`repeats`: every cell's)."""
         prof = self.profile(profile_name)
         defaults = self.data.get("defaults", {})
         timeout = float(prof.get("timeout_s", defaults.get("timeout_s", 1800)))
         seed = int(defaults.get("seed", 0))
-        repeats = int(prof.get("repeats", 1))
+        base = int(prof.get("repeats", 1))
         cells: list[Cell] = []
         for model in prof.get("models", []):
             mspec = self.data["models"][model]
@@ -63,11 +67,12 @@ class Matrix:
                     continue
                 kind = "model" if dev == 1 else "scaling"
                 cells.append(Cell(id=cellid.model_id(model, fw, mode, amp, dev), kind=kind, model=model,
-                                  framework=fw, mode=mode, amp=amp, devices=dev, repeats=repeats,
+                                  framework=fw, mode=mode, amp=amp, devices=dev, repeats=base,
                                   timeout_s=timeout, seed=seed, spec=spec))
         for op in prof.get("operators", []):
-            cells.extend(self._operator_cells(op, profile_name, prof, timeout, seed, repeats))
-        cells.extend(companion_matrix.expand(self, profile_name, prof, timeout, seed, repeats))  # inference, passes
+            cells.extend(self._operator_cells(op, profile_name, prof, timeout, seed, base))
+        cells.extend(companion_matrix.expand(self, profile_name, prof, timeout, seed, base))  # inference, passes
+        cells = [replace(c, repeats=_repeats(c, prof, repeats)) for c in cells]
         if only is not None:
             # Several globs, comma-separated: a cell is kept when any of them matches its id.
             globs = [g.strip() for g in only.split(",") if g.strip()]
@@ -100,6 +105,17 @@ class Matrix:
     def excluded(self, axes: dict[str, Any]) -> bool:
         """Whether an [[exclude]] rule prunes a cell with these axis values (also called by companion_matrix)."""
         return any(_matches(rule, axes) for rule in self.data.get("exclude", []))
+
+
+def _repeats(cell: Cell, prof: dict[str, Any], override: int | None) -> int:
+    """A cell's repeats: `override` (run --repeats) where given; else the profile's `repeats`, and for a model cell a
+    claim compares at least the profile's `claim_repeats`."""
+    if override is not None:
+        if override < 1:
+            raise HarnessError(f"--repeats {override}: a cell needs at least 1 repeat")
+        return override
+    compared = cell.kind == "model" and (cell.framework, cell.mode, cell.amp) in compared_settings()
+    return max(cell.repeats, int(prof.get("claim_repeats", 1))) if compared else cell.repeats
 
 
 def _matches(rule: dict[str, Any], values: dict[str, Any]) -> bool:

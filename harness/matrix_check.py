@@ -58,7 +58,8 @@ PASSES_KEYS = {**spec_keys(PassesSpec, "batch", "timing"), "threads": list, "pro
 PASSES_PROFILE_KEYS = {**NARROWING, **spec_keys(PassesSpec, "batch", "timing"), "threads": list}
 PROFILE_KEYS = {"description": str, "models": list, "operators": list, "frameworks": list, "modes": list,
                 "amp": list, "devices": list, "dtypes": list, "directions": list, "repeats": int,
-                "timeout_s": (int, float), "inference": list, "passes": list}  # the last two: companion_matrix.py
+                "claim_repeats": int, "timeout_s": (int, float),
+                "inference": list, "passes": list}  # the last two: companion_matrix.py
 RULE_KEYS = {"model", "op", "framework", "mode", "amp", "devices", "platform", "dtype", "direction", "profile"}
 DTYPES = ("fp32", "fp16", "bf16")
 DIRECTIONS = ("fwd", "fwd+bwd")
@@ -198,8 +199,8 @@ class _Checker:
                 self.one_of(f"{where} {key}", v, allowed, f"the values come from {source[key]}")
         if p.get("models") and not all(p.get(k) for k in ("frameworks", "modes", "amp", "devices")):
             self.fail(where, "names models but not all of frameworks, modes, amp and devices; add the missing lists")
-        if p.get("repeats", 1) < 1 or p.get("timeout_s", 1) <= 0:
-            self.fail(where, "needs repeats >= 1 and timeout_s > 0")
+        if p.get("repeats", 1) < 1 or p.get("claim_repeats", 1) < 1 or p.get("timeout_s", 1) <= 0:
+            self.fail(where, "needs repeats >= 1, claim_repeats >= 1 and timeout_s > 0")
 
     def rule(self, where: str, rule: Any, axes: dict, section: str) -> None:
         allowed = RULE_KEYS - ({"platform"} if section == "exclude" else set())

@@ -5,6 +5,9 @@ derived here, for the claims, the report, its companion section and its figures 
                         none); median, min, max, n, spread() (the report's view), interval() (the median's)
     Repeats             the repeats of one cell: `ok`, `not_ok`, `first`, `measure(key)` -> Sample,
                         `value(key)` (its median), `time_to_target` -> Sample, `curve()`, `why_not()`
+    ratio_interval(a, b) -> (lo, hi) | None: the interval of the ratio of two Samples' medians, a percentile
+                        bootstrap over each side's repeats (the claims, Table I, the time-to-target table, Figures
+                        3 and 4; the operator ratios can use it alike)
     summarise(results)  -> {cell id: Repeats}
     operator_ratios(index) -> [OpConfig]: per operator configuration the throughput of each framework/mode and
                         MindSpore/PyTorch per MindSpore mode (Figure 5, the operator table, O1-O3)
@@ -12,7 +15,10 @@ derived here, for the claims, the report, its companion section and its figures 
 A repeat that never reached its target counts as infinitely slow (the one rule, everywhere): a cell's time to
 target is the median over its ok repeats with those at +inf, and where that median is infinite (half of the
 repeats or more never reached the target) the cell did not reach it (None). Dropping those repeats instead would
-report a cell that reached its target once in three repeats at that one time, as if it reliably did.
+report a cell that reached its target once in three repeats at that one time, as if it reliably did. Inside
+ratio_interval's resamples the same holds: a resample's median can be +inf, its ratio then +inf (or 0 where the
+denominator's is), and a resample whose two medians are both +inf has no ratio: it counts as 0 for the lower end and
++inf for the upper, widening the interval, never narrowing it.
 """
 
 from __future__ import annotations
@@ -23,9 +29,13 @@ from dataclasses import dataclass, field
 from statistics import median
 from typing import Any
 
+import numpy as np
+
 from harness import arith
 
-LEVEL = 0.95   # the median's interval: its coverage
+LEVEL = 0.95   # the median's interval, and a ratio's: its coverage
+RESAMPLES = 4000   # ratio_interval's bootstrap resamples per side
+SEED = 20221122    # ratio_interval's generator: the same repeats always give the same interval
 
 
 def _number(v: Any) -> bool:
@@ -83,6 +93,28 @@ def _finite(x: float) -> float | None:
     return None if math.isinf(x) else x
 
 
+def ratio_interval(a: Sample, b: Sample, level: float = LEVEL) -> tuple[float, float | None] | None:
+    """The `level` interval of median(a) / median(b): a percentile bootstrap, each side's repeats resampled with
+    replacement on their own (the two cells are independent processes), RESAMPLES times from a generator seeded with
+    SEED, so the same repeats always give the same interval. The ends are the lower and upper (level) percentiles of
+    the resampled ratios, taken as order statistics (no interpolation: an end is a ratio some resample gave).
+    None unless both sides have 2 repeats or more: one repeat has no spread to resample. A repeat that never reached
+    its target counts as +inf (Sample.slowest_if_missing), as everywhere; see the module's docstring for what that
+    does inside a resample. The upper end is None where it is +inf."""
+    xs, ys = np.asarray(a.values, dtype=float), np.asarray(b.values, dtype=float)
+    if len(xs) < 2 or len(ys) < 2:
+        return None
+    rng = np.random.default_rng(SEED)
+    ma = np.median(xs[rng.integers(0, len(xs), (RESAMPLES, len(xs)))], axis=1)
+    mb = np.median(ys[rng.integers(0, len(ys), (RESAMPLES, len(ys)))], axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = ma / mb   # inf / finite = inf, finite / inf = 0, inf / inf = nan (no ratio), x / 0 = inf
+    tail = (1 - level) / 2 * 100
+    lo = float(np.percentile(np.where(np.isnan(r), 0.0, r), tail, method="lower"))
+    hi = float(np.percentile(np.where(np.isnan(r), np.inf, r), 100 - tail, method="higher"))
+    return lo, _finite(hi)
+
+
 class Repeats:
     """The repeats of one cell: statistics over the ok ones, the status and reason of the others."""
 
@@ -134,6 +166,15 @@ class Repeats:
         reason = str(r.get("reason") or "").strip().splitlines()
         why = f": {reason[0][:160]}" if reason else ""
         return f"{self.cell} {r.get('status', 'not ok')}{why}"
+
+
+def interval_text(interval: tuple[float, float | None] | None, digits: int = 2) -> str:
+    """A ratio_interval as 'lo–hi' (an infinite upper end: ∞), the one wording of the claims, report and figures;
+    '' for none."""
+    if not interval:
+        return ""
+    lo, hi = interval
+    return f"{lo:.{digits}f}–{'∞' if hi is None else f'{hi:.{digits}f}'}"
 
 
 def summarise(results: Iterable[dict[str, Any]]) -> dict[str, Repeats]:

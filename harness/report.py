@@ -19,8 +19,8 @@ from typing import Any
 
 import jinja2
 
+from harness import cellid, companion, faults, figures, measure, platforms
 from harness import claims as claim_rules
-from harness import companion, faults, figures, measure, platforms
 from harness.errors import HarnessError
 from harness.store import RunStore, write_atomic
 
@@ -31,13 +31,14 @@ _LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$",
 _LATEX_RE = re.compile("|".join(re.escape(k) for k in _LATEX_SPECIAL))
 # Non-ASCII that pdflatex's default (OT1) fonts can set; anything else is transliterated or shown as '?'.
 _LATEX_UNICODE = {"–": "--", "—": "---", "×": r"$\times$", "±": r"$\pm$", "µ": r"$\mu$", "®": "(R)",
-                  "©": "(C)", "™": "(TM)", "≥": r"$\geq$", "≤": r"$\leq$", "…": "...", "’": "'", "‘": "`",
-                  "“": "``", "”": "''"}
+                  "©": "(C)", "™": "(TM)", "≥": r"$\geq$", "≤": r"$\leq$", "∞": r"$\infty$", "…": "...", "’": "'",
+                  "‘": "`", "“": "``", "”": "''"}
 
 # The seed paper's set-up (Section IV.A), shown beside every host of this run.
 PAPER_ENV = {"accelerators": "8x Ascend 910 (32 GB)", "cpu": "Kunpeng 920", "os": "EulerOS 2.0 SP8",
              "stack": "CANN 5.1.RC2.1", "python": "3.7.10", "torch": "1.8.1+ascend.rc2", "mindspore": "1.8.1"}
 THROUGHPUT_KINDS = ("model", "scaling")
+OTHER_EPOCHS = "mean_throughput_other_epochs"
 
 
 def latex_escape(value: Any) -> str:
@@ -130,10 +131,13 @@ def collect(runs: list[Path]) -> dict[str, Any]:
     index = {h["label"]: measure.summarise(results.get(h["label"], [])) for h in hosts}
     rows = [_row(host, index[host][cell]) for host in index for cell in sorted(index[host])]
     profiles = sorted({h["meta"].get("profile") for h in hosts if h["meta"].get("profile")})
+    claims = {h["label"]: claim_rules.evaluate(results.get(h["label"], []), platform=h["meta"].get("platform"),
+                                               profile=h["meta"].get("profile")) for h in hosts}
     return {"hosts": hosts, "rows": rows, "problems": problems, "op_ratios": operator_ratios(index),
-            "table1": table1(rows, hosts), "settings": settings_summary(rows),
-            "claims": {h["label"]: claim_rules.evaluate(results.get(h["label"], []), platform=h["meta"].get("platform"),
-                                                        profile=h["meta"].get("profile")) for h in hosts},
+            "table1": table1(rows, hosts, index), "settings": settings_summary(rows),
+            "claims": claims,
+            # Whether any ratio has an interval (repeats): the pages then say how it is made and what it decides.
+            "intervals": any(p.interval is not None for cs in claims.values() for c in cs for p in c.parts),
             "time_to_target": {h["label"]: claim_rules.time_to_target_table(results.get(h["label"], []),
                                                                             platform=h["meta"].get("platform"))
                                for h in hosts},
@@ -166,16 +170,27 @@ def at_best(hosts: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def table1(rows: list[dict[str, Any]], hosts: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Table I: one line per setting (model, framework, mode, AMP, devices), one column group per host."""
+def table1(rows: list[dict[str, Any]], hosts: list[dict[str, Any]],
+           index: dict[str, dict[str, measure.Repeats]] | None = None) -> list[dict[str, Any]]:
+    """Table I: one line per setting (model, framework, mode, AMP, devices), one column group per host. A MindSpore
+    1-device line's `vs_pytorch[host]`: its mean throughput of the other epochs over PyTorch eager's at the same AMP,
+    with the ratio's interval (harness.measure.ratio_interval), where both cells have the repeats for one."""
     lines: dict[tuple, dict[str, Any]] = {}
     for r in rows:
         if r["kind"] not in THROUGHPUT_KINDS:
             continue
         key = (r["model"], r["framework"], r["mode"], r["amp"], r["devices"])
         line = lines.setdefault(key, {"model": r["model"], "framework": r["framework"], "mode": r["mode"],
-                                      "amp": r["amp"], "devices": r["devices"], "unit": r["unit"], "by_host": {}})
+                                      "amp": r["amp"], "devices": r["devices"], "unit": r["unit"], "by_host": {},
+                                      "vs_pytorch": {}})
         line["by_host"][r["host"]] = r
+        cells = (index or {}).get(r["host"], {})
+        ms, pt = cells.get(r["cell"]), cells.get(cellid.model_id(r["model"], "pytorch", measure.PT_MODE, r["amp"], 1))
+        if r["framework"] == "mindspore" and r["kind"] == "model" and ms and pt:
+            a, b = ms.measure(OTHER_EPOCHS), pt.measure(OTHER_EPOCHS)
+            iv = measure.ratio_interval(a, b)
+            if iv is not None and a.median and b.median:
+                line["vs_pytorch"][r["host"]] = {"ratio": a.median / b.median, "interval": iv}
         line["unit"] = line["unit"] or r["unit"]
     return [lines[k] for k in sorted(lines, key=lambda k: tuple(str(x) for x in k))]
 
@@ -263,7 +278,7 @@ def make_figures(data: dict[str, Any], folder: Path) -> dict[str, dict[str, Any]
     out = {}
     for h in data["hosts"]:
         host = h["label"]
-        out[host] = {"fig3": figures.curves(data["rows"], host, folder),
+        out[host] = {"fig3": figures.curves(data["rows"], host, folder, data["time_to_target"].get(host)),
                      "fig4": figures.scaling(data["rows"], host, folder),
                      "fig5": figures.operator_ratios(data["op_ratios"], host, folder),
                      "energy": figures.energy(data["rows"], host, folder)}
@@ -282,6 +297,8 @@ def _environments() -> tuple[jinja2.Environment, jinja2.Environment]:
                                  lstrip_blocks=True)
     tex_env.filters["tex"] = latex_escape
     tex_env.filters["fmt"] = fmt
+    for env in (html_env, tex_env):
+        env.filters["interval"] = measure.interval_text
     return html_env, tex_env
 
 

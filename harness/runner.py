@@ -54,8 +54,10 @@ def _raise_interrupted(signum, frame):
 
 def run(matrix: Matrix, profile: str, platform: str, out: Path, *, only: str | None = None,
         data_dir: Path = Path("data"), synthetic: str | None = None, resume: bool = False,
-        allow_download: bool = False, shard: str | None = None, log=print) -> int:
-    cells = matrix_mod.shard(matrix.expand(profile, only), shard)
+        allow_download: bool = False, shard: str | None = None, repeats: int | None = None, log=print) -> int:
+    """`repeats`: every cell's (run --repeats N; default the matrix's per cell, harness.matrix). With `resume` a
+    (cell, repeat) already ok is kept: raising the repeats of a finished run runs only the repeats it lacks."""
+    cells = matrix_mod.shard(matrix.expand(profile, only, repeats), shard)
     if not cells:
         raise HarnessError(f"--shard {shard} holds no cell of the {len(matrix.expand(profile, only))} selected; "
                            f"use fewer shards")

@@ -502,3 +502,71 @@ def write_fixture(run: str) -> None:
 
 if __name__ == "__main__":
     write_fixture(sys.argv[1])
+
+
+# -- intervals from repeats ---------------------------------------------------------------------------------------
+def _repeated(world, scales=(0.97, 1.0, 1.03)):
+    """Every result of a world repeated, its throughputs and times scaled per repeat."""
+    out = {}
+    for (cell, _), r in world.items():
+        for k, f in enumerate(scales):
+            scaled = {key: r[key] * f for key in ("mean_throughput_other_epochs", "time_to_target_s", "throughput")
+                      if isinstance(r.get(key), float)}
+            out[(cell, k)] = {**r, **scaled, "repeat": k}
+    return out
+
+
+def _spread_cell(world, cell, values, key="mean_throughput_other_epochs"):
+    for k, v in enumerate(values):
+        world[(cell, k)][key] = v
+
+
+def test_with_repeats_every_ratio_carries_an_interval_and_a_clear_one_keeps_its_verdict():
+    w = _repeated(paper_world())
+    for cid_ in ("C1", "C3", "C4"):
+        c = claim(w, cid_)
+        assert c.verdict == "supported", c.reason
+        assert all(p.interval is not None and p.interval[0] <= p.interval[1] for p in c.parts)
+        assert all("95% interval" in e for e in c.evidence)
+        assert any("percentile bootstrap" in x for x in c.caveats)
+        assert all("interval" in p for p in c.to_dict()["parts"])
+    rows = claims.time_to_target_table(list(w.values()))
+    assert all(lo <= r["ratio"] <= hi for r in rows for lo, hi in [r["ratio_interval"]])
+
+
+def test_a_ratio_whose_interval_straddles_the_tie_band_is_inconclusive():
+    w = _repeated(paper_world())
+    # GCN C4: PyNative vs GRAPH (50): PyNative 45 to 52 over the repeats: the ratio 0.90-1.04 crosses 1/1.05.
+    _spread_cell(w, cid("gcn", "mindspore", "pynative"), (45.0, 48.0, 52.0))
+    c = claim(w, "C4")
+    part = next(p for p in c.parts if p.name == "GCN PyNative vs MindSpore GRAPH")
+    assert part.outcome == claims.INCONCLUSIVE and "across the ±5% tie band" in part.detail
+    assert c.verdict == "supported" and "inconclusive (interval across the tie band): GCN PyNative" in c.reason
+    # Every measured part inconclusive: the claim is.
+    for m in MODELS:
+        ms = 200.0 if m == "resnet50" else 50.0
+        _spread_cell(w, cid(m, "mindspore", "pynative"), (0.9 * ms, 0.96 * ms, 1.04 * ms))
+        _spread_cell(w, cid(m, "pytorch", "eager"), (0.9 * ms, 0.96 * ms, 1.04 * ms))
+    c = claim(w, "C4")
+    assert c.verdict == claims.INCONCLUSIVE and "inconclusive" in claims.VERDICTS
+    assert all(p.outcome == claims.INCONCLUSIVE for p in c.parts)
+
+
+def test_an_interval_wholly_beyond_the_tie_band_contradicts_and_one_repeat_keeps_the_old_words():
+    w = _repeated(paper_world())
+    for m in MODELS:  # PyNative well above GRAPH and PyTorch in every repeat
+        _spread_cell(w, cid(m, "mindspore", "pynative"), (900.0, 1000.0, 1100.0))
+    c = claim(w, "C4")
+    assert c.verdict == "contradicted" and all(p.outcome == "contradicts" for p in c.parts)
+    one = claim(paper_world(), "C4")
+    assert all(p.interval is None and "interval" not in p.detail for p in one.parts)
+    assert all("interval" not in p for p in one.to_dict()["parts"])
+    assert "ratio_interval" not in claims.time_to_target_table(list(paper_world().values()))[0]
+
+
+def test_a_time_to_target_never_reached_in_some_repeats_widens_its_interval():
+    w = _repeated(paper_world())
+    _spread_cell(w, cid("gcn", "mindspore", "graph"), (10.0, 10.5, None), key="time_to_target_s")
+    row = next(r for r in claims.time_to_target_table(list(w.values())) if r["model"] == "gcn")
+    # median of 10, 10.5 and never (+inf): 10.5; a resample with two of three never reached has a ratio of 0
+    assert row["ratio"] == pytest.approx(2.0 / 10.5) and row["ratio_interval"][0] == 0.0

@@ -72,9 +72,12 @@ def test_bad_matrix_file(tmp_path):
 
 def test_list_prints_the_cells():
     p = harness("list", "--profile", "quick", "--only", "model/gcn/*/amp-off/*")
-    assert p.returncode == 0 and p.stdout.split() == ["model/gcn/pytorch/eager/amp-off/1dev",
-                                                      "model/gcn/mindspore/graph/amp-off/1dev",
-                                                      "model/gcn/mindspore/pynative/amp-off/1dev"]
+    assert p.returncode == 0 and p.stdout.split() == ["model/gcn/pytorch/eager/amp-off/1dev", "x2",
+                                                      "model/gcn/mindspore/graph/amp-off/1dev", "x2",
+                                                      "model/gcn/mindspore/pynative/amp-off/1dev", "x2"]
+    assert "6 repeats in all" in p.stderr
+    p = harness("list", "--profile", "quick", "--only", "model/gcn/*/amp-O3/*,operator/linear/*", "--repeats", "4")
+    assert p.returncode == 0 and set(p.stdout.split()[1::2]) == {"x4"}
 
 
 @pytest.mark.parametrize("args", [[], ["tpu"], ["--quick"]])

@@ -70,3 +70,51 @@ def test_one_operator_ratio_for_claims_report_and_figures():
         "operator/linear/mindspore/graph/fp32/fwd/b1", "operator/linear/pytorch/eager/fp32/fwd/b1"])
     [entry] = report.operator_ratios({"cpu": index})
     assert (entry["ratio_graph"], entry["ratio_pynative"], entry["throughput"]["pytorch/eager"]) == (1.5, 0.5, 100.0)
+
+
+def test_a_ratio_interval_is_a_seeded_percentile_bootstrap_over_each_sides_repeats():
+    a, b = measure.Sample((10.0, 11.0, 12.0)), measure.Sample((5.0, 5.5, 6.0))
+    lo, hi = measure.ratio_interval(a, b)
+    assert measure.ratio_interval(a, b) == (lo, hi)  # deterministic: a fixed seed
+    # The extremes a resample can give are 10/6 and 12/5; at 95% over 4000 resamples both are reached.
+    assert (lo, hi) == (pytest.approx(10 / 6), pytest.approx(12 / 5))
+    assert lo <= a.median / b.median <= hi
+    narrow = measure.ratio_interval(measure.Sample((10.0, 10.0, 10.0)), measure.Sample((5.0, 5.0, 5.0)))
+    assert narrow == (2.0, 2.0)
+    wider = measure.ratio_interval(a, b, level=0.5)
+    assert lo <= wider[0] <= wider[1] <= hi
+
+
+def test_a_ratio_needs_two_repeats_a_side_for_an_interval():
+    assert measure.ratio_interval(measure.Sample((10.0,)), measure.Sample((5.0, 6.0))) is None
+    assert measure.ratio_interval(measure.Sample((10.0, 11.0)), measure.Sample((5.0,))) is None
+    assert measure.ratio_interval(measure.Sample((10.0, 11.0)), measure.Sample((5.0, 6.0))) is not None
+
+
+def test_a_repeat_that_never_reached_the_target_is_infinitely_slow_inside_the_resamples():
+    slow = measure.Sample((None, None, 12.0), slowest_if_missing=True)
+    fast = measure.Sample((5.0, 5.5, 6.0), slowest_if_missing=True)
+    assert measure.ratio_interval(slow, fast) == (2.0, None)   # upper end +inf: reported as None
+    assert measure.ratio_interval(fast, slow)[0] == 0.0        # the other way round, a resample's ratio can be 0
+    never = measure.Sample((None, None, 6.0), slowest_if_missing=True)
+    assert measure.ratio_interval(slow, never) == (0.0, None)  # inf / inf has no ratio: the interval widens
+
+
+def test_the_report_prints_each_ratios_interval_where_there_are_repeats(tmp_path):
+    scale = (0.97, 1.0, 1.03)
+    results = [_gcn(fw, mode, repeat=k, time_to_target_s=t * f, mean_throughput_other_epochs=tput * f,
+                    curve=[[t * f, 0.75]])
+               for fw, mode, t, tput in (("pytorch", "eager", 2.0, 100.0), ("mindspore", "graph", 4.0, 50.0))
+               for k, f in enumerate(scale)]
+    run = _write_run(tmp_path / "run", "cpu", {"hostname": "h"}, results)
+    data = report.collect([run])
+    ttt = next(t for t in data["time_to_target"]["cpu"] if t["model"] == "gcn")
+    iv = measure.ratio_interval(measure.Sample(tuple(2.0 * f for f in scale)),
+                                measure.Sample(tuple(4.0 * f for f in scale)))
+    assert ttt["ratio_interval"] == iv and data["intervals"]
+    ms = next(line for line in data["table1"] if line["framework"] == "mindspore")
+    assert ms["vs_pytorch"]["cpu"]["ratio"] == pytest.approx(0.5)
+    html = report.render([run]).read_text()
+    assert measure.interval_text(iv) in html and "verdict-inconclusive" in html
+    tex = (tmp_path / "run" / "report" / "tables" / "time_to_target.tex").read_text()
+    assert report.latex_escape(measure.interval_text(iv)) in tex

@@ -8,6 +8,11 @@ results from several), `evaluate_by_platform` evaluates each.
 Verdicts (VERDICTS):
   supported     every measured part of the claim agrees with the paper
   contradicted  no measured part agrees (a tie counts as not agreeing: the claim is that one side is ahead)
+  inconclusive  every measured part is inconclusive: its ratio's interval over the repeats (harness.measure.
+                ratio_interval, 2 repeats a side or more) reaches across an edge of the ±5% tie band, so the
+                repeats cannot say which side of it the ratio lies on. An inconclusive part beside conclusive ones
+                does not count for or against the claim (as a part not measured); `reason` names it. Without
+                repeats (one a side) there is no interval and no part is inconclusive.
   mixed         some parts agree and some do not. The claims are conjunctions (C1 is three models with
                 opposite expectations, C3 two frameworks at several AMP levels, O1-O3 several operator
                 directions/dtypes); on real data one model can confirm what another refutes, and folding
@@ -34,6 +39,7 @@ from typing import Any
 from harness.claims import models, operators
 from harness.claims.common import (
     CONTRADICTS,
+    INCONCLUSIVE,
     NOT_MEASURED,
     SUPPORTS,
     Claim,
@@ -60,10 +66,10 @@ from harness.claims.paper import (
     TITLES,
     VERDICTS,
 )
-from harness.measure import Repeats, summarise
+from harness.measure import LEVEL, RESAMPLES, Repeats, ratio_interval, summarise
 
-__all__ = ["CONTRADICTS", "MARKED_FIRST_EPOCH", "NOT_MEASURED", "SUPPORTS", "TIE_RATIO", "TITLES", "VERDICTS",
-           "Claim", "OpRatio", "Part", "Repeats", "evaluate", "evaluate_by_platform", "paired_ratios",
+__all__ = ["CONTRADICTS", "INCONCLUSIVE", "MARKED_FIRST_EPOCH", "NOT_MEASURED", "SUPPORTS", "TIE_RATIO", "TITLES",
+           "VERDICTS", "Claim", "OpRatio", "Part", "Repeats", "evaluate", "evaluate_by_platform", "paired_ratios",
            "platforms", "summarise", "time_to_target_table"]
 
 RULES = {**models.RULES, **operators.RULES}
@@ -75,12 +81,17 @@ def _verdict(parts: list[Part]) -> tuple[str, str]:
     unmeasured = "; ".join(p.detail for p in missing)
     if not measured:
         return "not measured", unmeasured or "no results for this claim"
-    n_sup = sum(p.outcome == SUPPORTS for p in measured)
-    verdict = ("supported" if n_sup == len(measured) else "contradicted" if n_sup == 0 else "mixed")
-    against = [p.name for p in measured if p.outcome != SUPPORTS]
+    unsure = [p.name for p in measured if p.outcome == INCONCLUSIVE]
+    conclusive = [p for p in measured if p.outcome != INCONCLUSIVE]
+    n_sup = sum(p.outcome == SUPPORTS for p in conclusive)
+    verdict = (INCONCLUSIVE if not conclusive else "supported" if n_sup == len(conclusive)
+               else "contradicted" if n_sup == 0 else "mixed")
+    against = [p.name for p in conclusive if p.outcome != SUPPORTS]
     reason = f"{n_sup} of {len(measured)} measured comparisons agree with the paper"
     if against:
         reason += f" (not: {', '.join(against)})"
+    if unsure:
+        reason += f"; inconclusive (interval across the tie band): {', '.join(unsure)}"
     if missing:
         reason += f"; not measured: {unmeasured}"
     return verdict, reason
@@ -106,6 +117,10 @@ def _caveats(index: dict[str, Repeats], cells: list[str], parts: list[Part], pla
     if used and min(len(s.ok) for s in used) == 1:
         out.append(f"one repeat per cell: no spread; the ±{TIE_RATIO - 1:.0%} tie margin is the only allowance "
                    f"for noise")
+    if any(p.interval is not None for p in parts):
+        out.append(f"{LEVEL:.0%} intervals of the ratios: percentile bootstrap over each cell's repeats "
+                   f"({RESAMPLES} resamples, fixed seed); an interval across an edge of the ±{TIE_RATIO - 1:.0%} tie "
+                   f"band is inconclusive")
     partial = [f"{s.cell} ({len(s.ok)} of {len(s.ok) + len(s.not_ok)} repeats ok)" for s in used if s.not_ok]
     if partial:
         out.append("medians over the ok repeats only: " + ", ".join(partial))
@@ -154,7 +169,8 @@ def evaluate_by_platform(results: Iterable[dict[str, Any]], *, profile: str | No
 
 def time_to_target_table(results: Iterable[dict[str, Any]], *, platform: str | None = None) -> list[dict[str, Any]]:
     """Per model: time to target of PyTorch eager and MindSpore GRAPH (AMP off, 1 device), the measured
-    PyTorch/MindSpore time ratio (None unless both reached the target) and the paper's (PAPER_TTT_RATIO)."""
+    PyTorch/MindSpore time ratio (None unless both reached the target) and the paper's (PAPER_TTT_RATIO); where both
+    cells have 2 repeats or more, `ratio_interval` (harness.measure.ratio_interval; absent otherwise)."""
     chosen, _ = _select(list(results), platform)
     index = summarise(chosen)
     rows = []
@@ -177,6 +193,10 @@ def time_to_target_table(results: Iterable[dict[str, Any]], *, platform: str | N
                 row["notes"].append(why)
         row["ratio"] = (row["pytorch_s"] / row["mindspore_s"]
                         if row["pytorch_s"] is not None and row["mindspore_s"] is not None else None)
+        pt, ms = (index.get(row[f"{fw}_cell"]) for fw in ("pytorch", "mindspore"))
+        interval = ratio_interval(pt.time_to_target, ms.time_to_target) if row["ratio"] is not None else None
+        if interval is not None:
+            row["ratio_interval"] = interval
         if any(index.get(row[f"{fw}_cell"]) for fw in ("pytorch", "mindspore")) or model in PAPER_TTT_RATIO:
             rows.append(row)
     return rows

@@ -10,14 +10,17 @@ from typing import Any
 from harness import arith, cellid
 from harness.claims.paper import (
     FW_NAMES,
+    INCONCLUSIVE,
     MODEL_NAMES,
     PAPER_MODELS,
     SETTING_NAMES,
     TIE_RATIO,
 )
-from harness.measure import Repeats
+from harness.measure import LEVEL, Repeats, interval_text
 
-SUPPORTS, CONTRADICTS, NOT_MEASURED = "supports", "contradicts", "not measured"   # outcome of one Part
+SUPPORTS, CONTRADICTS, NOT_MEASURED = "supports", "contradicts", "not measured"   # outcome of one Part (or
+# INCONCLUSIVE: its ratio's interval reaches across an edge of the tie band)
+Interval = tuple[float, float | None]   # harness.measure.ratio_interval's: upper end None where it is +inf
 
 
 @dataclass
@@ -25,9 +28,10 @@ class Part:
     """One comparison inside a claim (one model, one framework, one direction...)."""
 
     name: str
-    outcome: str            # supports | contradicts | not measured
+    outcome: str            # supports | contradicts | inconclusive | not measured
     detail: str             # the measured numbers, or why it was not measured
     cells: list[str] = field(default_factory=list)
+    interval: Interval | None = None   # the ratio's, from the repeats; None with one repeat a side
 
 
 @dataclass
@@ -43,7 +47,12 @@ class Claim:
     parts: list[Part] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """Its fields; a part's `interval` only where it has one (one-repeat results read as they always did)."""
+        d = asdict(self)
+        for part in d["parts"]:
+            if part["interval"] is None:
+                del part["interval"]
+        return d
 
 
 def platforms(results: Iterable[dict[str, Any]]) -> list[str]:
@@ -110,12 +119,22 @@ def _models(index: dict[str, Repeats]) -> list[str]:
     return list(PAPER_MODELS) + sorted(seen - set(PAPER_MODELS))
 
 
-def _compare(name: str, cells: list[str], ratio: float, expect: str, text: str) -> Part:
-    """A part that supports the claim when `ratio` lies on the `expect` side of 1 (beyond the tie margin)."""
+def _compare(name: str, cells: list[str], ratio: float, expect: str, text: str,
+             interval: Interval | None = None) -> Part:
+    """A part that supports the claim when `ratio` lies on the `expect` side of 1 (beyond the tie margin). With an
+    `interval` (harness.measure.ratio_interval) it is decided by the interval's two ends: both on one side, that
+    side; on different sides (across an edge of the tie band) INCONCLUSIVE, neither supporting nor contradicting."""
     side = _side(ratio)
-    verdict = SUPPORTS if side == expect else CONTRADICTS
-    note = f", a tie (within {TIE_RATIO - 1:.0%})" if side == "tie" else ""
-    return Part(name, verdict, f"{text}{note} — {verdict}", cells)
+    ends = ""
+    if interval is not None:
+        lo, hi = interval
+        sides = {_side(lo), "above" if hi is None else _side(hi)}
+        side = sides.pop() if len(sides) == 1 else INCONCLUSIVE
+        ends = f"; {LEVEL:.0%} interval {interval_text(interval)}"
+    verdict = {expect: SUPPORTS, INCONCLUSIVE: INCONCLUSIVE}.get(side, CONTRADICTS)
+    note = (f", a tie (within {TIE_RATIO - 1:.0%})" if side == "tie" else
+            f", across the ±{TIE_RATIO - 1:.0%} tie band" if side == INCONCLUSIVE else "")
+    return Part(name, verdict, f"{text}{ends}{note} — {verdict}", cells, interval)
 
 
 def _missing(name: str, why: list[str] | str) -> Part:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from harness import arith, cellid
+from harness import arith, cellid, measure
 from harness.claims.common import (
     CONTRADICTS,
     SUPPORTS,
@@ -79,8 +79,10 @@ def _row(index: dict[str, Repeats], row: Comparison, model: str) -> Part:
         return _missing(name, row.no_value)
     expect = row.expect if row.expect != "paper" else "above" if PAPER_FASTER[model] == "mindspore" else "below"
     r = ta / tb
+    key = "mean_throughput_other_epochs"
+    interval = measure.ratio_interval(a.measure(key), b.measure(key))
     return _compare(name, [b_id, a_id] if row.b_first else [a_id, b_id], r, expect, row.text.format(
-        **words, ta=_num(ta), tb=_num(tb), unit=a.first.get("throughput_unit") or "", r=r))
+        **words, ta=_num(ta), tb=_num(tb), unit=a.first.get("throughput_unit") or "", r=r), interval)
 
 
 def _rows(rows: list[Comparison]):
@@ -118,7 +120,8 @@ def _c1(index: dict[str, Repeats]) -> list[Part]:
             parts.append(_compare(tname, list(ids.values()), ttp / ttm, expect,
                                   f"{_mname(model)} time to target: PyTorch {_num(ttp)} s vs MindSpore "
                                   f"{_num(ttm)} s (PyTorch/MindSpore {ttp / ttm:.2f}; paper "
-                                  f"{PAPER_TTT_RATIO[model]:.2f})"))
+                                  f"{PAPER_TTT_RATIO[model]:.2f})",
+                                  measure.ratio_interval(pt.time_to_target, ms.time_to_target)))
     return parts
 
 
@@ -189,6 +192,14 @@ def _c5(index: dict[str, Repeats]) -> list[Part]:
                               f"{_setting('pytorch', BASELINE['pytorch'][0])} {pt:.2f} ({pt_how}) "
                               f"(MindSpore/PyTorch {ms / pt:.2f})"))
     return parts
+
+
+def compared_settings() -> frozenset[tuple[str, str, str]]:
+    """(framework, mode, amp) of the 1-device model cells C1-C4 compare, read from their own definitions (the fair
+    baseline of C1, C2 and the time to target, and the rows of C1's throughput, C3 and C4): the cells a profile's
+    `claim_repeats` repeat (harness.matrix), so that each of their ratios has an interval."""
+    rows = (C1_THROUGHPUT, *C3_ROWS, *C4_ROWS)
+    return frozenset({s for row in rows for s in (row.a, row.b)} | {(fw, *BASELINE[fw]) for fw in BASELINE})
 
 
 _c3 = _rows(C3_ROWS)

@@ -4,11 +4,16 @@ from __future__ import annotations
 
 from harness.measure import PT_MODE
 
-VERDICTS = ("supported", "contradicted", "mixed", "not measured")
+# A comparison whose ratio has an interval (harness.measure.ratio_interval, 2 repeats a side or more) that reaches
+# across an edge of the tie band is INCONCLUSIVE: the repeats do not say which side it lies on. The word is both a
+# comparison's outcome and, where every measured comparison of a claim is one, the claim's verdict.
+INCONCLUSIVE = "inconclusive"
+VERDICTS = ("supported", "contradicted", "mixed", INCONCLUSIVE, "not measured")
 
 # Two throughputs (or times, or efficiencies) within a factor TIE_RATIO of each other are a tie: single-run
 # throughput on a shared host varies by a few percent from run to run (the quick profile has one repeat),
-# so a 5% difference is not evidence that one side is ahead. A tie never supports an "X is ahead" claim.
+# so a 5% difference is not evidence that one side is ahead. A tie never supports an "X is ahead" claim. With
+# repeats, a ratio's interval says more: see INCONCLUSIVE.
 TIE_RATIO = 1.05
 # C2: a first epoch is "markedly" slower when its throughput is at most 80% of the mean of the other epochs
 # (the paper attributes MindSpore's slow first epoch to graph compilation, a large one-off cost; 20% is well
