@@ -3,7 +3,7 @@
 
 Usage (from anywhere; stdlib only, needs network access to pypi.org):
 
-    python3 tools/lock_requirements.py [--only NAME ...] [--python PYTHON3.11] [--torch-wheel-dir DIR ...]
+    python3 tools/lock_requirements.py [--only NAME ...] [--keep-pins] [--python PYTHON3.11] [--torch-wheel-dir DIR ...]
 
 Locks produced (--only picks some; default: all):
 
@@ -61,6 +61,10 @@ How it works:
 
 Anything not covered (missing architecture, sdist-only package) is printed as a warning
 and noted as a comment next to the package in the .txt file.
+
+--keep-pins resolves with the lock's current pins as constraints as well: a package added to the .in
+file is resolved and hashed anew, every version already locked stays as it is (its hashes are read
+again from the same sources). That is how a dependency is added without moving any other pin.
 """
 
 from __future__ import annotations
@@ -427,6 +431,8 @@ def main() -> None:
     ap.add_argument("--wheel-hashes", type=Path, default=ROOT / EXTERNAL_HASHES_REL,
                     help="externally verified wheel hashes (FILENAME SHA256 SOURCE; SOURCE ...), used for torch "
                          "wheels whose index is unreachable when a line names at least two agreeing sources")
+    ap.add_argument("--keep-pins", action="store_true",
+                    help="constrain the resolve by each lock's current pins too: only packages it lacks move")
     ap.add_argument("--only", nargs="+", choices=sorted(LOCKS), metavar="NAME",
                     help=f"regenerate only these locks (of: {', '.join(LOCKS)}; default: all)")
     args = ap.parse_args()
@@ -446,6 +452,8 @@ def main() -> None:
             cfg = LOCKS[name]
             header, reqs = read_in(ROOT / cfg["src"])
             constraints = pins(ROOT / cfg["constrained_by"]) if cfg["constrained_by"] else []
+            if args.keep_pins and (ROOT / cfg["dst"]).is_file():
+                constraints += pins(ROOT / cfg["dst"])
             install, incomplete = resolve(tmp / "venv" / "bin" / "pip", header, reqs, constraints, tmp,
                                           cfg["torch_build"], wheel_dirs, external, minor, tuple(cfg["arches"]))
             write_lock(cfg["src"], cfg["dst"], header, install, minor, wheel_dirs, cfg, incomplete, external)
