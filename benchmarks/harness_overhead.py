@@ -47,10 +47,10 @@ def measure(cell_id: str, profile: str, epochs: int, rounds: int, data_dir: str 
 
     def harness_loop() -> float:
         with tempfile.TemporaryDirectory() as tmp:
-            events = eventlog.EventLog(Path(tmp) / "events.jsonl")
+            events = eventlog.EventLog(Path(tmp) / "r0.mllog")
             training.run(ctx, backend, events)
             events.close()
-            return training.summarise(eventlog.read(Path(tmp) / "events.jsonl"), cell)["mean_throughput_other_epochs"]
+            return training.summarise(eventlog.read(Path(tmp) / "r0.mllog"), cell)["mean_throughput_other_epochs"]
 
     def bare_loop() -> float:
         workload = s.build()

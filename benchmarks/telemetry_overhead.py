@@ -60,7 +60,7 @@ def measure(cell_id: str, profile: str, epochs: int, rounds: int, data_dir: str 
 
     def run(sampled: bool) -> tuple[float, int]:
         with tempfile.TemporaryDirectory() as tmp:
-            events = eventlog.EventLog(Path(tmp) / "events.jsonl")
+            events = eventlog.EventLog(Path(tmp) / "r0.mllog")
             sampler = telemetry.for_platform("cpu", env=env) if sampled else None
             if sampler is not None:
                 sampler.start()
@@ -69,7 +69,7 @@ def measure(cell_id: str, profile: str, epochs: int, rounds: int, data_dir: str 
             finally:
                 events.close()
                 rec = sampler.stop() if sampler is not None else None
-            tput = training.summarise(eventlog.read(Path(tmp) / "events.jsonl"), cell)["mean_throughput_other_epochs"]
+            tput = training.summarise(eventlog.read(Path(tmp) / "r0.mllog"), cell)["mean_throughput_other_epochs"]
             return tput, len(rec["sources"]["psutil"]["samples"]) if rec else 0
 
     run(True)  # process warm-up (thread pools, allocator, kernel caches, graph compilation caches), not counted

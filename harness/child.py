@@ -13,7 +13,7 @@ import sys
 import time
 import traceback
 
-from harness import eventlog, scenarios, telemetry
+from harness import eventlog, mlperf, scenarios, telemetry
 from harness.cell import Cell
 from harness.context import CellContext
 from harness.errors import Unsupported
@@ -22,7 +22,7 @@ from harness.store import write_json_atomic
 
 
 def rank_path(path: str, rank: int, world_size: int) -> str:
-    """r0.events.jsonl -> r0.rank1.events.jsonl when a launcher started several ranks."""
+    """r0.mllog -> r0.rank1.mllog when a launcher started several ranks."""
     if world_size == 1:
         return path
     head, _, rest = os.path.basename(path).partition(".")
@@ -48,7 +48,7 @@ def main(spec_path: str) -> int:
     sampler = telemetry.for_platform(ctx.platform, ctx.local_rank)
     if sampler is not None:
         sampler.start()
-    events.log("init_start", event_type=eventlog.START, cell=cell.id, repeat=ctx.repeat, rank=rank)
+    events.log(eventlog.INIT_START, event_type=eventlog.START, cell=cell.id, repeat=ctx.repeat, rank=rank)
     scenario = scenarios.for_kind(cell.kind)
     out: dict = {"process_env": spec.get("process_env", {}), "rank": rank, "world_size": world}
     framework_peak, framework_why = None, None
@@ -58,7 +58,8 @@ def main(spec_path: str) -> int:
         ctx.settings = backend.setup(ctx)
         out["settings"] = ctx.settings
         out["versions"] = backend.versions()
-        events.log("init_stop", event_type=eventlog.END)
+        mlperf.log_setup(events, ctx, os.path.join("cells", cell.id, os.path.basename(spec_path)))
+        events.log(eventlog.INIT_STOP, event_type=eventlog.END)
         out.update(scenario.run(ctx, backend, events))
         framework_peak, framework_why = telemetry.framework_peak(backend, ctx)
         out["status"] = "ok"

@@ -5,12 +5,12 @@ download progress. On a terminal (stderr is a tty) the download shows one line r
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from collections.abc import Callable
 from typing import Any
 
+from harness import eventlog
 from harness.spec import ModelSpec
 
 EPOCH_LINE_EVERY_S = 10.0    # at most one epoch line per this many seconds: long cells only, never a flood
@@ -54,13 +54,12 @@ class EpochLines:
         self.epoch: dict[str, Any] = {}
 
     def __call__(self, line: str) -> None:
-        try:
-            ev = json.loads(line)
-        except json.JSONDecodeError:
+        ev = eventlog.parse_line(line)
+        if ev is None:
             return
-        if ev.get("key") == "epoch_stop":
+        if ev["key"] == eventlog.EPOCH_STOP:
             self.epoch = ev.get("metadata") or {}
-        elif ev.get("key") == "eval_accuracy" and self.epoch and self.clock() - self.last >= self.every_s:
+        elif ev["key"] == eventlog.EVAL_ACCURACY and self.epoch and self.clock() - self.last >= self.every_s:
             self.last = self.clock()
             m = self.epoch
             tput = m["samples"] / m["train_s"] if m.get("train_s") else None

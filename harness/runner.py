@@ -186,6 +186,7 @@ def _claim(store: RunStore, matrix: Matrix, profile: str, platform: str, synthet
                 raise HarnessError(f"{store.root} holds a run with {key}={meta.get(key)}, not {want}; "
                                    f"--resume continues the same kind of run only, choose a new --out")
         store.results()  # every result readable by this harness (a newer schema is refused) before anything runs
+        eventlog.require_mllog_folder(store.root, meta, "--resume would mix two event-log formats in one run")
         return meta
     if store.root.exists() and any(store.root.iterdir()):
         raise HarnessError(f"{store.root} exists and is not empty; choose a new --out folder")
@@ -237,7 +238,7 @@ def _run_child(store: RunStore, cell: Cell, repeat: int, platform: str, folders:
                shim: Path, log=None) -> dict:
     spec_path = store.path(cell.id, repeat, ".spec.json")
     child_result = store.path(cell.id, repeat, ".child.json")
-    events_path = store.path(cell.id, repeat, ".events.jsonl")
+    events_path = store.path(cell.id, repeat, eventlog.SUFFIX)
     log_path = store.path(cell.id, repeat, ".log")
     cell_dir = store.cell_dir(cell.id)
     for stale in (child_result, events_path, *cell_dir.glob(f"r{repeat}.rank*")):  # from an interrupted attempt
@@ -253,7 +254,7 @@ def _run_child(store: RunStore, cell: Cell, repeat: int, platform: str, folders:
            "PATH": os.pathsep.join(filter(None, [str(shim), os.environ.get("PATH")]))}
     fixed_port = os.environ.get("HARNESS_MASTER_PORT")
     # Epoch lines from the event log as it grows (rank 0's for a multi-process cell).
-    watch = (events_path if cell.devices == 1 else store.path(cell.id, repeat, ".rank0.events.jsonl"),
+    watch = (events_path if cell.devices == 1 else store.path(cell.id, repeat, ".rank0" + eventlog.SUFFIX),
              EpochLines(cell.spec, log)) if log is not None and isinstance(cell.spec, ModelSpec) else None
     retries = 0
     for attempt in range(1, PORT_TRIES + 1):
@@ -333,7 +334,7 @@ def _collect_ranks(store: RunStore, cell: Cell, repeat: int, result: dict, rc: i
     if scenario is None or result["status"] == "skipped":
         return result
     per_rank = {int(p.name.split(".")[1][4:]): scenario.summarise(eventlog.read(p), cell)
-                for p in cell_dir.glob(f"r{repeat}.rank*.events.jsonl")}
+                for p in cell_dir.glob(f"r{repeat}.rank*{eventlog.SUFFIX}")}
     if 0 in per_rank:
         result.update(per_rank[0])  # metrics, curve and time to target as rank 0 saw them
     for key in ("first_epoch_throughput", "mean_throughput_other_epochs"):

@@ -4,7 +4,8 @@
     DIR/env.json                      environment of the host (harness env)
     DIR/cells/<cell id>/r<k>.json     the result of repeat k (written last, atomically)
                         r<k>.log      the child's stdout and stderr
-                        r<k>.events.jsonl   the MLPerf-style event log
+                        r<k>.mllog          the event log, MLPerf's :::MLLOG lines (harness.eventlog;
+                                            r<k>.events.jsonl, bare JSON lines, in folders of schema 1)
                         r<k>.spec.json      what the child was asked to do
 
 Results are only ever written with write_json_atomic (temp file + rename), so a reader sees
@@ -22,10 +23,13 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from harness import eventlog
 from harness.errors import HarnessError
 
 RESULT_RE = re.compile(r"^r(\d+)\.json$")
-SCHEMA = 1   # the newest run.json and result schema this harness writes and reads
+# The newest run.json and result schema this harness writes and reads. 2: event logs are MLPerf's :::MLLOG lines
+# (r<k>.mllog); 1: bare JSON lines (r<k>.events.jsonl), still read (harness.eventlog).
+SCHEMA = 2
 META_KEYS = ("platform", "profile")   # what every reader of run.json relies on
 # Result keys that hold a number or null: a file holding anything else there is read as corrupt, not trusted.
 NUMERIC_KEYS = ("first_epoch_throughput", "mean_throughput_other_epochs", "time_to_target_s", "best_metric",
@@ -153,7 +157,7 @@ class RunStore:
         n = 1
         while self.path(cell_id, repeat, f".prev{n}.json").exists():
             n += 1
-        for suffix in (".json", ".log", ".events.jsonl"):
+        for suffix in (".json", ".log", eventlog.SUFFIX, eventlog.OLD_SUFFIX):
             if self.path(cell_id, repeat, suffix).exists():
                 os.replace(self.path(cell_id, repeat, suffix), self.path(cell_id, repeat, f".prev{n}{suffix}"))
         return self.path(cell_id, repeat, f".prev{n}.json")

@@ -152,12 +152,15 @@ CASES: list[tuple[str, str, Callable[[Path], list], tuple[str, ...]]] = [
     # --- results ------------------------------------------------------------------------------------------
     ("results-not-a-run", H, lambda t: ["results", t], ("is not a run folder",)),
     ("results-run-json-newer-schema", H, lambda t: ["results", measured_run(t, meta={
-        "schema": 2, "platform": "cpu", "profile": "quick"})], ("schema 2", "newer than this harness reads (1)")),
+        "schema": 3, "platform": "cpu", "profile": "quick"})], ("schema 3", "newer than this harness reads (2)")),
     ("results-result-newer-schema", H, lambda t: ["results", measured_run(t, result={**RESULT, "schema": 3})],
      ("r0.json has schema 3", "update the harness")),
     ("results-run-json-not-an-object", H, lambda t: ["results", measured_run(t, meta=["cpu"])], ("not an object",)),
     ("results-resume-newer-result", H, lambda t: ["run", "--platform", "cpu", "--out", measured_run(
-        t, result={**RESULT, "schema": 2}), "--synthetic", "--resume"], ("schema 2",)),
+        t, result={**RESULT, "schema": 3}), "--synthetic", "--resume"], ("schema 3",)),
+    # A folder written before event logs were MLPerf's (schema 1): still read (results, report), never resumed.
+    ("results-resume-schema-1-folder", H, lambda t: ["run", "--platform", "cpu", "--out", measured_run(t),
+                                                     "--synthetic", "--resume"], ("schema 1", ":::MLLOG", "new --out")),
     # --- the report ---------------------------------------------------------------------------------------
     ("report-not-a-run", H, lambda t: ["report", t], ("is not a run folder",)),
     ("report-run-json-lacks-keys", H, lambda t: ["report", measured_run(t, meta={"schema": 1, "invocations": []})],

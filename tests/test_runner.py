@@ -48,7 +48,7 @@ def test_killed_cell_is_recorded_with_its_partial_measurements_then_resume_rerun
     out = tmp_path / "run"
     runner = _start("run", "--platform", "cpu", "--out", out, "--synthetic", "--matrix", m)
     cell_dir = out / "cells" / CELL
-    _wait_for_epochs(cell_dir / "r0.events.jsonl", 3)
+    _wait_for_epochs(cell_dir / "r0.mllog", 3)
     for pid in _child_pids(cell_dir / "r0.spec.json"):
         os.kill(pid, signal.SIGKILL)
     _, err = runner.communicate(timeout=120)

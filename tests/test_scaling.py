@@ -61,7 +61,7 @@ def test_a_rank_that_dies_fails_the_cell_with_every_ranks_log_and_leaves_no_proc
                                "--synthetic", "--only", cell, "--matrix", str(tmp_path / "m.toml")], cwd=REPO,
                               env={**os.environ, "PYTHONPATH": str(REPO)}, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True)
-    events = out / "cells" / cell / "r0.rank1.events.jsonl"
+    events = out / "cells" / cell / "r0.rank1.mllog"
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and not (events.exists() and '"epoch_stop"' in events.read_text()):
         time.sleep(0.2)

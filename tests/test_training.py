@@ -61,18 +61,27 @@ def _run(tmp_path, monkeypatch, script, kind=Scripted, **spec):
 
     monkeypatch.setattr(training, "model_module", lambda model, fw: SimpleNamespace(build=build))
     monkeypatch.setattr(training.datasets, "module", lambda name: SimpleNamespace(synthetic=lambda seed: {}))
+    monkeypatch.setattr(training.mlperf, "log_workload", lambda *args: None)  # set-up keys: tests/test_logcheck.py
     ctx = SimpleNamespace(cell=cell, seed=0, synthetic=True, data_folder=None, world_size=1)
     backend = SimpleNamespace(synchronize=lambda ctx: None)
-    events = eventlog.EventLog(tmp_path / "events.jsonl")
+    events = eventlog.EventLog(tmp_path / "r0.mllog")
     training.run(ctx, backend, events)
     events.close()
-    return made["w"], training.summarise(eventlog.read(tmp_path / "events.jsonl"), cell)
+    return made["w"], training.summarise(eventlog.read(tmp_path / "r0.mllog"), cell)
 
 
 def test_without_stop_at_target_every_planned_epoch_runs(tmp_path, monkeypatch):
     w, s = _run(tmp_path, monkeypatch, [0.3, 0.75, 0.8, 0.9])
     assert w.epochs == 4 and len(s["curve"]) == 4
     assert s["time_to_target_s"] == pytest.approx(s["curve"][1][0]) and s["best_metric"] == 0.9
+
+
+def test_every_evaluation_is_an_eval_interval_and_run_stop_comes_before_the_test_metric(tmp_path, monkeypatch):
+    _run(tmp_path, monkeypatch, [0.3, 0.75, 0.8], stop_at_target=True)
+    keys = [e["key"] for e in eventlog.read(tmp_path / "r0.mllog")]
+    epoch = ["epoch_start", "epoch_stop", "eval_start", "eval_accuracy", "eval_stop"]
+    assert keys == ["run_start", *epoch, *epoch, "run_stop", "test_metric"]
+    assert all(line.startswith(":::MLLOG {") for line in (tmp_path / "r0.mllog").read_text().splitlines())
 
 
 def test_stop_at_target_ends_training_at_the_first_evaluation_that_reaches_it(tmp_path, monkeypatch):

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness import inference, operators
-from harness.eventlog import END, START
+from harness.eventlog import END, RUN_START, RUN_STOP, START, SUCCESS
 
 
 def run(ctx, backend, events) -> dict[str, Any]:
@@ -19,9 +19,9 @@ def run(ctx, backend, events) -> dict[str, Any]:
     impl = inference.module(cell.framework)
     run_once, sync, net = impl.build(ctx, name, batch, inference.weights(name, cell.seed),
                                      inference.images(name, cell.seed, batch))
-    events.log("run_start", event_type=START)
+    events.log(RUN_START, event_type=START)
     timing = operators.blocked_time(run_once, sync, **cell.spec.timing)
-    events.log("run_stop", event_type=END, status="success")
+    events.log(RUN_STOP, event_type=END, status=SUCCESS)
     return {"net": name, "batch": batch, "image_shape": list(inference.input_shape(name, batch)[1:]),
             "parameters": backend.parameter_count(net), "median_s": timing["median_s"], "iqr_s": timing["iqr_s"],
             "block_size": timing["block_size"], "blocks": timing["blocks"], "block_times_s": timing["times_s"],

@@ -8,6 +8,7 @@ import subprocess
 from typing import Any
 
 from harness import operators
+from harness.eventlog import END, RUN_START, RUN_STOP, START, SUCCESS
 
 # Dense peak FLOP/s of known accelerators (vendor datasheets), by name fragment and dtype.
 PEAKS = {("V100", "fp32"): 15.7e12, ("V100", "fp16"): 125e12, ("A100", "fp32"): 19.5e12,
@@ -34,9 +35,9 @@ def run(ctx, backend, events) -> dict[str, Any]:
     impl = importlib.import_module(f"harness.operators.{cell.framework}")
     run_once, sync = impl.build(cell.op, shape, dtype, direction, ctx,
                                 operators.arrays(cell.op, shape, cell.seed))
-    events.log("run_start", event_type="INTERVAL_START")
+    events.log(RUN_START, event_type=START)
     timing = operators.blocked_time(run_once, sync)
-    events.log("run_stop", event_type="INTERVAL_END", status="success")
+    events.log(RUN_STOP, event_type=END, status=SUCCESS)
     batch = shape["batch"]
     flop = operators.flops(cell.op, shape, direction)
     name = _device_name(ctx.platform)

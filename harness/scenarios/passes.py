@@ -14,7 +14,7 @@ from typing import Any
 from harness import data as datasets
 from harness import operators, passes
 from harness.errors import Unsupported
-from harness.eventlog import END, START
+from harness.eventlog import END, RUN_START, RUN_STOP, START, SUCCESS
 
 
 def _apply_threads(ctx, n: int) -> dict[str, Any]:
@@ -41,10 +41,10 @@ def run(ctx, backend, events) -> dict[str, Any]:
     workload = model.build(ctx, data)
     forward, gradient, sync = passes.module(cell.framework).build(ctx, model, workload,
                                                                   package.pass_batch(workload, data, batch))
-    events.log("run_start", event_type=START)
+    events.log(RUN_START, event_type=START)
     timing = {name: operators.blocked_time(fn, sync, **spec.timing)
               for name, fn in (("forward", forward), ("gradient", gradient))}
-    events.log("run_stop", event_type=END, status="success")
+    events.log(RUN_STOP, event_type=END, status=SUCCESS)
     out: dict[str, Any] = {"batch": batch, "threads": n, "settings": ctx.settings, "throughput_unit": "batches/s"}
     for name, t in timing.items():
         out |= {f"{name}_median_s": t["median_s"], f"{name}_iqr_s": t["iqr_s"], f"{name}_blocks": t["blocks"],

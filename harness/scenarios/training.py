@@ -22,9 +22,9 @@ from typing import Any
 import numpy as np
 
 from harness import data as datasets
+from harness import eventlog, mlperf
 from harness.contracts import PartialEpochWorkload
 from harness.errors import HarnessError
-from harness.eventlog import END, START
 from harness.models import model_module
 
 
@@ -32,8 +32,10 @@ def run(ctx, backend, events) -> dict[str, Any]:
     cell = ctx.cell
     spec = cell.spec
     build = model_module(cell.model, cell.framework).build  # import before the clock: not data work
-    events.log("run_start", event_type=START)
-    workload = build(ctx, datasets.for_context(ctx))
+    events.log(eventlog.RUN_START, event_type=eventlog.START)
+    data = datasets.for_context(ctx)
+    workload = build(ctx, data)
+    mlperf.log_workload(events, ctx, workload, data)
     parts = spec.evals_per_epoch
     train = _trainer(workload, cell, parts)
     best = float("-inf")
@@ -41,19 +43,23 @@ def run(ctx, backend, events) -> dict[str, Any]:
         # With evals_per_epoch, each part of an epoch is one epoch_start/epoch_stop block with its own
         # evaluation, so time to target is known to a fraction of an epoch; `part` says which.
         block = {"epoch_num": epoch, **({"part": part, "parts": parts} if parts > 1 else {})}
-        events.log("epoch_start", event_type=START, **block)
+        events.log(eventlog.EPOCH_START, event_type=eventlog.START, **block)
         t = time.perf_counter()
         loss, samples = train(part, parts)
         backend.synchronize(ctx)
         train_s = time.perf_counter() - t
-        events.log("epoch_stop", event_type=END, train_s=train_s, samples=samples, loss=loss, **block)
+        events.log(eventlog.EPOCH_STOP, event_type=eventlog.END, train_s=train_s, samples=samples, loss=loss, **block)
+        events.log(eventlog.EVAL_START, event_type=eventlog.START, **block)
         metric = workload.evaluate("val")
         best = max(best, metric)
-        events.log("eval_accuracy", metric, **block)
+        events.log(eventlog.EVAL_ACCURACY, metric, **block)
+        events.log(eventlog.EVAL_STOP, event_type=eventlog.END, **block)
         if spec.stop_at_target and best >= spec.target:
             break  # time to target is measured; further epochs would only lengthen the run
-    events.log("test_metric", workload.evaluate("test"))
-    events.log("run_stop", event_type=END, status="success" if best >= spec.target else "aborted")
+    # Training stops here (MLPerf's run_stop); the test evaluation comes after it, out of the run's time.
+    events.log(eventlog.RUN_STOP, event_type=eventlog.END,
+               status=eventlog.SUCCESS if best >= spec.target else eventlog.ABORTED)
+    events.log(eventlog.TEST_METRIC, workload.evaluate("test"))
     if ctx.world_size == 1:
         return {}
     digest = hashlib.sha256()
@@ -74,18 +80,18 @@ def _trainer(workload, cell, parts: int) -> Callable[[int, int], tuple[float, in
 
 
 def _evals(evs):
-    return [e for e in evs if e["key"] == "eval_accuracy"]
+    return [e for e in evs if e["key"] == eventlog.EVAL_ACCURACY]
 
 
 def summarise(events: list[dict[str, Any]], cell) -> dict[str, Any]:
     """Measurements from an event log; works on the partial log of a cell that died."""
     spec = cell.spec
-    start = next((e["elapsed_s"] for e in events if e["key"] == "run_start"), 0.0)
-    epochs = [e["metadata"] for e in events if e["key"] == "epoch_stop"]
+    start = next((e["elapsed_s"] for e in events if e["key"] == eventlog.RUN_START), 0.0)
+    epochs = [e["metadata"] for e in events if e["key"] == eventlog.EPOCH_STOP]
     throughputs = [m["samples"] / m["train_s"] for m in epochs if m["train_s"] > 0]
     curve = [[round(e["elapsed_s"] - start, 6), e["value"]] for e in _evals(events)]
     ttt = next((t for t, v in curve if v >= spec.target), None)
-    test = next((e["value"] for e in events if e["key"] == "test_metric"), None)
+    test = next((e["value"] for e in events if e["key"] == eventlog.TEST_METRIC), None)
     return {
         "metric": spec.metric, "target": spec.target,
         "best_metric": max((v for _, v in curve), default=None),

@@ -15,6 +15,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from typing import Any
 
+from harness import eventlog
 from harness.spec import OperatorSpec, Spec
 
 MAX_POINTS = 240  # per series in the result: enough for a power-over-time figure, small in JSON
@@ -78,13 +79,13 @@ def work_windows(kind: str, events: list[dict], out: dict, spec: Spec) -> tuple[
     if kind in ("model", "scaling"):
         windows, samples = [], 0
         for e in events:
-            if e.get("key") == "epoch_stop":
+            if e.get("key") == eventlog.EPOCH_STOP:
                 m = e.get("metadata", {})
                 windows.append((e["elapsed_s"] - m["train_s"], e["elapsed_s"]))
                 samples += int(m.get("samples") or 0)
         return windows, (samples or None)
     if kind == "operator":
-        stop = next((e["elapsed_s"] for e in events if e.get("key") == "run_stop"), None)
+        stop = next((e["elapsed_s"] for e in events if e.get("key") == eventlog.RUN_STOP), None)
         times, block = out.get("block_times_s"), out.get("block_size")
         if stop is None or not times or not block:
             return [], None
@@ -171,7 +172,7 @@ def summarise(recording: dict[str, Any] | None, events: list[dict], out: dict, k
     windows_ev, samples = work_windows(kind, events, out, spec)
     windows = [(t_events0 + a, t_events0 + b) for a, b in windows_ev]
     work_s = sum(b - a for a, b in windows) or None
-    run_start = next((e["elapsed_s"] for e in events if e.get("key") == "run_start"), 0.0)
+    run_start = next((e["elapsed_s"] for e in events if e.get("key") == eventlog.RUN_START), 0.0)
     t_ref = t_events0 + run_start
 
     # Memory: sampled peaks, and the kernel's exact high-water mark of this process's RSS.
