@@ -71,6 +71,9 @@ def _parser() -> argparse.ArgumentParser:
     ps.add_argument("--platform", required=True, choices=PLATFORMS)
     ps.add_argument("--framework", required=True, choices=("pytorch", "mindspore"))
 
+    chk = sub.add_parser("check-logs", help="MLPerf's compliance checker on every model cell's event log of a run")
+    chk.add_argument("run", type=Path, metavar="DIR")
+
     res = sub.add_parser("results", help="the results of a run folder")
     res.add_argument("run", type=Path, metavar="DIR")
     res.add_argument("--json", action="store_true", help="a JSON list, one object per cell and repeat")
@@ -175,6 +178,12 @@ def _preflight_step(args) -> int:
     return step.main(args.platform, args.framework)
 
 
+def _check_logs(args) -> int:
+    from harness import logcheck
+
+    return logcheck.check_run(args.run, log=lambda s: print(s, flush=True))
+
+
 def _report(args) -> int:
     from harness import report
 
@@ -184,4 +193,4 @@ def _report(args) -> int:
 
 
 COMMANDS = {"run": _run, "list": _list, "env": _env, "models": _models, "results": _results, "report": _report,
-            "preflight-step": _preflight_step}
+            "preflight-step": _preflight_step, "check-logs": _check_logs}

@@ -161,6 +161,9 @@ CASES: list[tuple[str, str, Callable[[Path], list], tuple[str, ...]]] = [
     # A folder written before event logs were MLPerf's (schema 1): still read (results, report), never resumed.
     ("results-resume-schema-1-folder", H, lambda t: ["run", "--platform", "cpu", "--out", measured_run(t),
                                                      "--synthetic", "--resume"], ("schema 1", ":::MLLOG", "new --out")),
+    ("results-check-logs-not-a-run", H, lambda t: ["check-logs", t], ("is not a run folder",)),
+    ("results-check-logs-schema-1-folder", H, lambda t: ["check-logs", measured_run(t)],
+     ("schema 1", "bare JSON", "new --out")),
     # --- the report ---------------------------------------------------------------------------------------
     ("report-not-a-run", H, lambda t: ["report", t], ("is not a run folder",)),
     ("report-run-json-lacks-keys", H, lambda t: ["report", measured_run(t, meta={"schema": 1, "invocations": []})],
