@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -58,9 +59,10 @@ class EventLog:
         self._f = open(path, "a", buffering=1)  # line-buffered; the handler also flushes after every record
         logger = logging.Logger(f"harness.eventlog:{path}", logging.INFO)  # private: not in logging's registry
         logger.propagate = False
-        handler = logging.StreamHandler(self._f)
+        handler = _RaisingHandler(self._f)
         handler.setFormatter(logging.Formatter("%(message)s"))
         logger.addHandler(handler)
+        logger.addFilter(_refuse_mllog_errors)
         # stack offset 2: metadata.file/lineno name the caller of log(), not this module. mllog trims root_dir
         # from the file name with a regular expression, hence the escape.
         self._mllogger = mllog.MLLogger(logger=logger, default_stack_offset=2, root_dir=re.escape(_REPO))
@@ -79,6 +81,25 @@ class EventLog:
 
     def close(self) -> None:
         self._f.close()
+
+
+class _RaisingHandler(logging.StreamHandler):
+    """Raises what it cannot write (a full disk, a read-only folder), as a plain write would: logging's handler
+    prints a traceback and goes on, and the cell would run on with its events lost unseen."""
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        raise  # noqa: PLE0704 - called by emit() inside its `except`: re-raises the write's error
+
+
+def _refuse_mllog_errors(record: logging.LogRecord) -> bool:
+    """mllog catches any error of an event (a value JSON cannot encode, a write that failed) and logs an ERROR line
+    instead of the event: raise the write's own error, or refuse the event."""
+    if record.levelno > logging.INFO:
+        pending = sys.exc_info()[1]  # what mllog caught
+        if isinstance(pending, OSError):
+            raise pending
+        raise ValueError(f"mlperf_logging could not log an event: {record.getMessage().strip()}")
+    return True
 
 
 def parse_line(line: str) -> dict[str, Any] | None:

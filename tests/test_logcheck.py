@@ -5,6 +5,7 @@ read (or refused in one line where they cannot be)."""
 
 from __future__ import annotations
 
+import errno
 import json
 import shutil
 import subprocess
@@ -169,7 +170,9 @@ def test_the_logged_optimiser_is_the_one_the_model_code_builds(model):
         assert "torch.optim.SGD(" in pt and "nn.Momentum(" in ms
 
 
-def test_the_event_log_writes_only_its_file_flushed_names_the_caller_and_refuses_unknown_keys(tmp_path, capfd):
+def test_the_event_log_writes_its_file_only_flushed_and_fails_loudly(tmp_path, capfd, monkeypatch):
+    """Only its file, each event flushed, the caller named; an unknown key, a value JSON cannot hold and a failed
+    write raise."""
     a, b = eventlog.EventLog(tmp_path / "a.mllog"), eventlog.EventLog(tmp_path / "b.mllog")
     a.log(eventlog.RUN_START, event_type=eventlog.START)
     b.log(eventlog.EVAL_ACCURACY, 0.5, epoch_num=0)
@@ -181,8 +184,21 @@ def test_the_event_log_writes_only_its_file_flushed_names_the_caller_and_refuses
     assert (ev["key"], ev["value"], ev["metadata"]["epoch_num"]) == ("eval_accuracy", 0.5, 0)
     with pytest.raises(ValueError, match="'eval_acc' is neither"):
         a.log("eval_acc", 0.5)
+    # What mllog would swallow (logging an ERROR line instead of the event) fails as a plain write would.
+    with pytest.raises(ValueError, match="could not log an event: Failed to encode"):
+        a.log(eventlog.EVAL_ACCURACY, object(), epoch_num=0)
+
+    def full(text):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(b._f, "write", full)
+    with pytest.raises(OSError) as e:
+        b.log(eventlog.RUN_STOP, event_type=eventlog.END, status=eventlog.SUCCESS)
+    assert e.value.errno == errno.ENOSPC  # the disk's error, which harness.faults knows
+    monkeypatch.undo()
     a.close()
     b.close()
+    assert len(eventlog.read(tmp_path / "a.mllog")) == 1 and len(eventlog.read(tmp_path / "b.mllog")) == 1
     assert capfd.readouterr() == ("", ""), "nothing reaches the console"
 
 
