@@ -8,6 +8,7 @@ import pytest
 from harness.data import fixtures, imdb
 from harness.errors import HarnessError
 from harness.models import lstm
+from harness.spec import ProfileSettings
 
 
 def test_the_official_tarball_is_verified_and_read(tmp_path, monkeypatch):
@@ -62,7 +63,7 @@ def test_vocabulary_from_train_only_padding_and_last_token():
     data = {"train": {"text": ["a b a", "b c<br />a", "a"], "label": np.array([0, 1, 0])},
             "test": {"text": ["zz a", ""], "label": np.array([1, 0])}}
     hp = {"vocab": 10, "min_freq": 1, "max_len": 4}
-    corpus = lstm.Corpus(data, hp, {}, seed=0)
+    corpus = lstm.Corpus(data, hp, ProfileSettings(), seed=0)
     assert corpus.vocab == ["<pad>", "<unk>", "a", "b", "c"]  # 'zz' is only in the test split
     test = corpus.split["test"]
     rows = {tuple(r) for r in test["ids"].tolist()}

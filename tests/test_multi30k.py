@@ -5,6 +5,7 @@ import pytest
 
 from harness.data import multi30k
 from harness.models import gru
+from harness.spec import ProfileSettings
 from tests.conftest import SHARED_DATA
 
 HP = {"min_freq": 2, "max_len": 40}
@@ -43,14 +44,14 @@ def _tiny():
 
 
 def test_vocab_from_train_only_with_min_freq():
-    corpus = gru.Corpus(_tiny(), HP, {})
+    corpus = gru.Corpus(_tiny(), HP, ProfileSettings())
     assert corpus.src_vocab == gru.SPECIALS + [".", "a", "dog"]        # 'bird', 'cat', 'runs' rare or val only
     assert corpus.tgt_vocab == gru.SPECIALS + [".", "un", "chien"]
     assert corpus.src_vocab[:4] == ["<pad>", "<unk>", "<bos>", "<eos>"] and gru.PAD == 0
 
 
 def test_corpus_arrays_are_padded_truncated_and_shifted():
-    corpus = gru.Corpus(_tiny(), {"min_freq": 1, "max_len": 3}, {"train_samples": 2})
+    corpus = gru.Corpus(_tiny(), {"min_freq": 1, "max_len": 3}, ProfileSettings(train_samples=2))
     a = corpus.split["train"]
     assert corpus.n_train == 2 and a["src"].shape == (3, 4)               # + the all-<pad> fill row
     v = {w: i for i, w in enumerate(corpus.tgt_vocab)}
@@ -64,8 +65,8 @@ def test_corpus_arrays_are_padded_truncated_and_shifted():
 
 
 def test_reverse_source_feeds_the_source_last_to_first_and_keeps_eos_and_target():
-    plain = gru.Corpus(_tiny(), {"min_freq": 1, "max_len": 3}, {})
-    rev = gru.Corpus(_tiny(), {"min_freq": 1, "max_len": 3, "reverse_source": True}, {})
+    plain = gru.Corpus(_tiny(), {"min_freq": 1, "max_len": 3}, ProfileSettings())
+    rev = gru.Corpus(_tiny(), {"min_freq": 1, "max_len": 3, "reverse_source": True}, ProfileSettings())
     v = {w: i for i, w in enumerate(rev.src_vocab)}
     assert rev.split["train"]["src"][0].tolist() == [v["runs"], v["dog"], v["a"], gru.EOS]   # "a dog runs" (cut at 3)
     for s in ("train", "val", "test"):
@@ -77,7 +78,7 @@ def test_reverse_source_feeds_the_source_last_to_first_and_keeps_eos_and_target(
 
 
 def test_epoch_order_depends_on_seed_and_epoch_only():
-    corpus = gru.Corpus(multi30k.synthetic(0), HP, {"train_samples": 300})
+    corpus = gru.Corpus(multi30k.synthetic(0), HP, ProfileSettings(train_samples=300))
     a = corpus.epoch_batches(128, 7, 1)
     assert [len(b) for b in a] == [128, 128, 44]
     assert all((x == y).all() for x, y in zip(a, corpus.epoch_batches(128, 7, 1), strict=True))
@@ -86,7 +87,7 @@ def test_epoch_order_depends_on_seed_and_epoch_only():
 
 
 def test_epoch_parts_are_consecutive_slices_of_the_epoch_order():
-    corpus = gru.Corpus(multi30k.synthetic(0), {**HP, "buckets": [8, 16]}, {"train_samples": 600})
+    corpus = gru.Corpus(multi30k.synthetic(0), {**HP, "buckets": [8, 16]}, ProfileSettings(train_samples=600))
     whole = corpus.epoch_batches(64, 7, 1)
     parts = [corpus.epoch_part(64, 7, 1, k, 4) for k in range(4)]
     assert [len(p) for p in parts] == [len(whole) * (k + 1) // 4 - len(whole) * k // 4 for k in range(4)]
@@ -96,7 +97,7 @@ def test_epoch_parts_are_consecutive_slices_of_the_epoch_order():
 
 def test_length_buckets_cut_training_batches_to_the_narrowest_width_that_holds_every_row():
     hp = {**HP, "buckets": [8, 16]}
-    corpus = gru.Corpus(multi30k.synthetic(0), hp, {"train_samples": 600, "eval_samples": 50})
+    corpus = gru.Corpus(multi30k.synthetic(0), hp, ProfileSettings(train_samples=600, eval_samples=50))
     assert corpus.widths == [8, 16, 41]
     batches = corpus.epoch_batches(64, 7, 1)
     assert sorted(np.concatenate(batches).tolist()) == list(range(600))        # every row once
@@ -118,12 +119,12 @@ def test_length_buckets_cut_training_batches_to_the_narrowest_width_that_holds_e
             assert (a["tgt_out"][idx, narrower - 1:] != gru.PAD).any() or (a["last"][idx] >= narrower).any()
     assert seen == {8, 16}                                                    # synthetic: 3-14 words, '.', <eos>
     assert corpus.batch("val", np.arange(4), 8)[0].shape == (8, corpus.T)    # evaluation keeps the full width
-    plain = gru.Corpus(multi30k.synthetic(0), HP, {"train_samples": 600})
+    plain = gru.Corpus(multi30k.synthetic(0), HP, ProfileSettings(train_samples=600))
     assert plain.widths == [41] and plain.batch("train", np.arange(3), 4)[0].shape == (4, 41)
 
 
 def test_val_samples_limits_the_validation_split_only():
-    corpus = gru.Corpus(multi30k.synthetic(0), HP, {"train_samples": 10, "eval_samples": 30, "val_samples": 20})
+    corpus = gru.Corpus(multi30k.synthetic(0), HP, ProfileSettings(train_samples=10, eval_samples=30, val_samples=20))
     assert (len(corpus.refs["val"]), len(corpus.refs["test"])) == (20, 30)
 
 
@@ -170,7 +171,7 @@ def test_real_data_loads():
     assert {s: (len(data[s]["en"]), len(data[s]["fr"])) for s in data} == {
         "train": (29000, 29000), "val": (1014, 1014), "test": (1000, 1000)}
     assert data["train"]["en"][0] == "Two young, White males are outside near many bushes."
-    corpus = gru.Corpus(data, HP, {})
+    corpus = gru.Corpus(data, HP, ProfileSettings())
     assert 4000 < len(corpus.src_vocab) < 8000 and 4000 < len(corpus.tgt_vocab) < 9000
     unk = (corpus.split["val"]["src"] == gru.UNK).mean() / (corpus.split["val"]["src"] != gru.PAD).mean()
     assert unk < 0.05
