@@ -248,17 +248,20 @@ phase data
 # 6b, 6c. run, models: the quick cells GLOB selects, run in the image into /results/NAME; every one must be ok.
 cells_ok=0
 run_cells() {  # run_cells NAME GLOB
-  local name="$1" glob="$2" want
-  want="$(inside python -m harness list --profile quick --only "$glob" 2> /dev/null | wc -l)"
+  local name="$1" glob="$2" want listed
+  # `harness list` prints a line per cell, "ID    xN" (N repeats: the cells the claims compare have claim_repeats).
+  listed="$(inside python -m harness list --profile quick --only "$glob" 2> /dev/null)"
+  want="$(printf '%s\n' "$listed" | grep -c . || true)"
   [ "$want" -gt 0 ] || fail "python -m harness list in the image gave no cells for --only '$glob'"
-  echo "check_image: running $want quick cells ('$glob') in the image" >&2
+  runs_want="$(printf '%s\n' "$listed" | awk 'NF { n = $NF; if (n ~ /^x[0-9]+$/) s += substr(n, 2); else s += 1 } END { print s }')"
+  echo "check_image: running $want quick cells ('$glob'), $runs_want runs with their repeats, in the image" >&2
   timeout 1800 "${buildah[@]}" run --isolation chroot "${mounts[@]}" "$ctr" -- \
       python -m harness run --platform cpu --profile quick --only "$glob" "${data_args[@]}" --out "/results/$name" \
     || echo "check_image: harness run exited non-zero; checking the results" >&2
-  python3 - "$runs/$name" "$want" <<'EOF' || fail "not every cell is ok inside the image (results: $runs/$name)"
+  python3 - "$runs/$name" "$runs_want" "$want" <<'EOF' || fail "not every cell is ok inside the image (results: $runs/$name)"
 import json, sys
 from pathlib import Path
-run, want = Path(sys.argv[1]), int(sys.argv[2])
+run, want, cells = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
 results = [json.loads(p.read_text()) for p in sorted((run / "cells").rglob("r*.json")) if p.name[1:-5].isdigit()]
 for r in results:
     best = r.get("best_metric")
@@ -266,8 +269,9 @@ for r in results:
           f"  time_to_target_s={r.get('time_to_target_s')}  synthetic={r.get('synthetic')}  {r.get('reason') or ''}",
           file=sys.stderr)
 bad = [r["cell"] for r in results if r.get("status") != "ok"]
-if len(results) != want or bad:
-    sys.exit(f"{len(results)} results for {want} cells; not ok: {bad}")
+if len(results) != want or len({r["cell"] for r in results}) != cells or bad:
+    sys.exit(f"{len(results)} results of {len({r['cell'] for r in results})} cells for {want} runs of {cells} cells; "
+             f"not ok: {bad}")
 EOF
   cells_ok=$((cells_ok + want))
 }
