@@ -100,7 +100,9 @@ def load(folder: Path) -> dict:
 def synthetic(seed: int, n_train: int = 2000, n_test: int = 1000) -> dict:
     """A learnable stand-in of the same structure: reviews of 20-200 words from a 2000-word vocabulary (Zipf-like
     frequencies), in which a positive review draws 5% of its words from 50 'positive' words and a negative one from
-    50 'negative' words; balanced labels, ordered as load() orders them (negatives first)."""
+    50 'negative' words; balanced labels, ordered as load() orders them (negatives first). The dict is marked
+    `synthetic: True`: its words are a closed vocabulary, which BERT tokenises as words (harness/models/bert/vocab.py)
+    where the real reviews need a WordPiece vocabulary."""
     rng = np.random.RandomState(seed)
     words = np.array([f"w{i}" for i in range(2000)])
     probs = 1.0 / np.arange(1, len(words) + 1)
@@ -118,4 +120,4 @@ def synthetic(seed: int, n_train: int = 2000, n_test: int = 1000) -> dict:
             texts.append(" ".join(toks).capitalize() + ".<br /><br />The end.")
         return {"text": texts, "label": labels}
 
-    return {"train": make(n_train), "test": make(n_test)}
+    return {"train": make(n_train), "test": make(n_test), "synthetic": True}

@@ -1,0 +1,202 @@
+"""BERT masked-LM pre-training in PyTorch: nn.Linear / nn.LayerNorm / nn.Embedding modules, torch.optim.AdamW with
+a LambdaLR warm-up, the standard loop (eager, or torch.compile'd in compile mode). See harness/models/bert."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from harness.frameworks.pytorch import device as device_of
+from harness.models._pytorch import compiled, mixed_precision
+from harness.models.bert import (
+    ADAM_EPS,
+    LN_EPS,
+    MASK_NEG,
+    PROBE_LR,
+    Corpus,
+    decays,
+    init_weights,
+    lr_factor,
+    steps_total,
+)
+
+
+class Attention(nn.Module):
+    def __init__(self, h: int, heads: int, dropout: float):
+        super().__init__()
+        self.heads = heads
+        self.query, self.key, self.value, self.out = (nn.Linear(h, h) for _ in range(4))
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x, bias):
+        b, s, h = x.shape
+
+        def split(t):
+            return t.view(b, s, self.heads, h // self.heads).transpose(1, 2)
+
+        q, k, v = split(self.query(x)), split(self.key(x)), split(self.value(x))
+        scores = q @ k.transpose(-1, -2) / math.sqrt(h // self.heads) + bias
+        probs = self.dropout(torch.softmax(scores.float(), dim=-1).to(v.dtype))
+        return self.out((probs @ v).transpose(1, 2).reshape(b, s, h))
+
+
+class Layer(nn.Module):
+    def __init__(self, h: int, heads: int, inter: int, dropout: float):
+        super().__init__()
+        self.attention = Attention(h, heads, dropout)
+        self.attention_norm = nn.LayerNorm(h, eps=LN_EPS)
+        self.up, self.down = nn.Linear(h, inter), nn.Linear(inter, h)
+        self.output_norm = nn.LayerNorm(h, eps=LN_EPS)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x, bias):
+        x = self.attention_norm(x + self.dropout(self.attention(x, bias)))
+        return self.output_norm(x + self.dropout(self.down(F.gelu(self.up(x), approximate="none"))))
+
+
+class Embeddings(nn.Module):
+    def __init__(self, vocab: int, h: int, length: int, dropout: float):
+        super().__init__()
+        self.word, self.position, self.token_type = nn.Embedding(vocab, h), nn.Embedding(length, h), nn.Embedding(2, h)
+        self.norm = nn.LayerNorm(h, eps=LN_EPS)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, ids):
+        pos = torch.arange(ids.shape[1], device=ids.device)
+        return self.dropout(self.norm(self.word(ids) + self.position(pos) + self.token_type(torch.zeros_like(ids))))
+
+
+class Head(nn.Module):
+    """The MLM head; its decoder is the word embedding matrix (tied), plus a bias of its own."""
+
+    def __init__(self, h: int, vocab: int):
+        super().__init__()
+        self.dense, self.norm = nn.Linear(h, h), nn.LayerNorm(h, eps=LN_EPS)
+        self.bias = nn.Parameter(torch.zeros(vocab))
+
+    def forward(self, x, word):
+        return self.norm(F.gelu(self.dense(x), approximate="none")) @ word.t() + self.bias
+
+
+class BertMLM(nn.Module):
+    def __init__(self, w: dict, hp: dict):
+        super().__init__()
+        vocab, h = w["embeddings.word.weight"].shape
+        d = float(hp["dropout"])
+        self.embeddings = Embeddings(vocab, h, int(hp["max_len"]), d)
+        self.layers = nn.ModuleList(Layer(h, int(hp["heads"]), int(hp["intermediate"]), d)
+                                    for _ in range(int(hp["layers"])))
+        self.head = Head(h, vocab)
+        with torch.no_grad():
+            for name, p in self.named_parameters():
+                p.copy_(torch.from_numpy(w[name]))
+
+    def forward(self, ids, keys, positions):
+        """Logits (B * P, V) at the flat masked positions."""
+        bias = ((1.0 - keys) * MASK_NEG)[:, None, None, :]  # padding keys get no attention
+        x = self.embeddings(ids)
+        for layer in self.layers:
+            x = layer(x, bias)
+        return self.head(x.reshape(-1, x.shape[-1])[positions], self.embeddings.word.weight)
+
+
+def mlm_loss(logits, labels, weights):
+    """The weighted mean cross-entropy over the masked positions (BERT's masked_lm loss), in fp32."""
+    ce = F.cross_entropy(logits.float(), labels, reduction="none")
+    return (ce * weights).sum() / (weights.sum() + 1e-5)
+
+
+class Workload:
+    def __init__(self, ctx, data: dict):
+        hp = ctx.hparams
+        self.ctx, self.seed, self.dev = ctx, ctx.seed, device_of(ctx)
+        self.batch = int(hp["batch"])
+        self.corpus = Corpus(data, hp, ctx.cell.spec, ctx.seed)
+        self.samples_per_epoch = self.corpus.n_train // self.batch * self.batch
+        self.epoch = 0
+        w = init_weights(ctx.seed, self.corpus.vocab_size, hp)
+        self.net = BertMLM(w, hp).to(self.dev)
+        params = dict(self.net.named_parameters())
+        if set(w) != set(params):
+            raise RuntimeError("weight names differ")
+        groups = [{"params": [p for n, p in params.items() if decays(n)], "weight_decay": hp["weight_decay"]},
+                  {"params": [p for n, p in params.items() if not decays(n)], "weight_decay": 0.0}]
+        self.opt = torch.optim.AdamW(groups, lr=hp["lr"], betas=(hp["adam_beta1"], hp["adam_beta2"]), eps=ADAM_EPS)
+        total = steps_total(self.corpus, hp, ctx.cell.spec)
+        self.sched = torch.optim.lr_scheduler.LambdaLR(self.opt, lambda s: lr_factor(s, hp["warmup_steps"], total))
+        self.net, self.opt, self.amp = mixed_precision(ctx, self.net, self.opt)
+        self.run_net = compiled(ctx, self.net)
+
+    def _tensors(self, ids, keys, pos, labels, weights):
+        def t(a, dtype):
+            return torch.from_numpy(np.asarray(a)).to(self.dev, dtype)
+
+        return t(ids, torch.long), t(keys, torch.float32), t(pos, torch.long), t(labels, torch.long), \
+            t(weights, torch.float32)
+
+    def _step(self, batch, amp: bool = True) -> torch.Tensor:
+        ids, keys, pos, labels, weights = self._tensors(*batch)
+        self.net.train()
+        self.opt.zero_grad(set_to_none=True)
+        with self.amp.autocast(enabled=amp):
+            loss = mlm_loss(self.run_net(ids, keys, pos), labels, weights)
+        self.amp.backward(loss)
+        self.amp.step()
+        self.sched.step()
+        return loss.detach()
+
+    def train_epoch(self) -> float:
+        losses = [self._step(b) for b in self.corpus.train_batches(self.batch, self.epoch)]
+        self.epoch += 1
+        return torch.stack(losses).mean().item()
+
+    def evaluate(self, split: str) -> float:
+        """Masked-token accuracy on the test split's fixed masks ('val' is the test split too)."""
+        self.net.eval()
+        right = total = 0.0
+        with torch.no_grad(), self.amp.autocast():
+            for ids, keys, pos, labels, weights in self.corpus.eval_batches(self.batch):
+                pred = self.run_net(*self._tensors(ids, keys, pos, labels, weights)[:3]).argmax(1).cpu().numpy()
+                right += float(((pred == labels) * weights).sum())
+                total += float(weights.sum())
+        return right / max(total, 1.0)
+
+    def probe_forward(self) -> np.ndarray:
+        ids, keys, pos, _, _ = self.corpus.probe("test")
+        self.net.eval()
+        with torch.no_grad():
+            return self.net(*self._tensors(ids, keys, pos, pos, keys)[:3]).float().cpu().numpy()
+
+    def probe_step(self) -> float:
+        """One fp32 step at PROBE_LR (the schedule left out: its factor is 1 for this step)."""
+        for g in self.opt.param_groups:
+            g["lr"] = PROBE_LR
+        batch = self.corpus.probe("train")
+        self.net.train()
+        self.opt.zero_grad(set_to_none=True)
+        loss = mlm_loss(self.net(*self._tensors(*batch)[:3]), *self._tensors(*batch)[3:])
+        loss.backward()
+        self.opt.step()
+        return loss.item()
+
+    def probe_loss(self) -> float:
+        ids, keys, pos, labels, weights = self._tensors(*self.corpus.probe("train"))
+        self.net.eval()
+        with torch.no_grad():
+            return mlm_loss(self.net(ids, keys, pos), labels, weights).item()
+
+    def state_arrays(self) -> list:
+        return [p.detach().cpu().numpy() for p in self.net.parameters()]
+
+
+def build(ctx, data: dict) -> Workload:
+    return Workload(ctx, data)
+
+
+def pass_loss(net: nn.Module):
+    """contracts.PassesModelModule: the masked-LM loss the network trains with."""
+    return lambda ids, keys, pos, labels, weights: mlm_loss(net(ids, keys, pos), labels, weights)
