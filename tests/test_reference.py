@@ -24,7 +24,8 @@ CASES = [("gcn", "pytorch", "eager"), ("gcn", "mindspore", "graph"), ("gcn", "mi
          ("gru", "pytorch", "eager"), ("gru", "mindspore", "graph"), ("gru", "mindspore", "pynative"),
          ("googlenet", "pytorch", "eager"), ("googlenet", "mindspore", "graph"),
          ("googlenet", "mindspore", "pynative"), ("lstm", "pytorch", "eager"), ("lstm", "mindspore", "graph"),
-         ("lstm", "mindspore", "pynative")]
+         ("lstm", "mindspore", "pynative"), ("bert", "pytorch", "eager"), ("bert", "mindspore", "graph"),
+         ("bert", "mindspore", "pynative")]
 
 
 def _losses(model: str, framework: str, mode: str, amp: str) -> dict:
