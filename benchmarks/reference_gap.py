@@ -45,9 +45,9 @@ MODES = {"pytorch": ["eager"], "mindspore": ["graph", "pynative"]}
 AMP = {"pytorch": {"off": "off", "O2": "O2"}, "mindspore": {"off": "off", "O2": "O2"}}
 # Larger epochs than the quick profile's where one epoch is a step or two: a turn must be long against the clock.
 # GoogLeNet: a 16-image step takes ~0.1 s (about 1/7 of ResNet50's), so 256 images make a ~2 s turn.
-TRAIN_SAMPLES = {"resnet50": 48, "gru": 256, "googlenet": 256, "lstm": 1024}
+TRAIN_SAMPLES = {"resnet50": 48, "gru": 256, "googlenet": 256, "lstm": 1024, "bert": 64}
 # GCN: a full-batch epoch takes 0.01-0.1 s; 100 a turn make each turn 1-10 s (at 20, 0.5 s turns spread 0.8-1.3).
-EPOCHS_PER_BLOCK = {"resnet50": 1, "gru": 1, "gcn": 100, "googlenet": 1, "lstm": 1}
+EPOCHS_PER_BLOCK = {"resnet50": 1, "gru": 1, "gcn": 100, "googlenet": 1, "lstm": 1, "bert": 1}
 
 
 def measure(cell_id: str, rounds: int, data_dir: str | None, profile: str = "quick",

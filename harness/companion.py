@@ -22,8 +22,16 @@ S1_TRAINING = [dict(zip(_S1_COLUMNS, row, strict=True)) for row in (
     ("googlenet", "pytorch", "V100", "152 min", 0.0016, 0.9468),
     ("lstm", "mindspore", "V100", "1049 s", 0.12, 0.84),
     ("lstm", "pytorch", "V100", "1154 s", 0.0057, 0.8395),
+    ("bert", "mindspore", "V100", "610 h", 1.7, 0.5888),
+    ("bert", "pytorch", "V100", "1147.5 h", 1.71, 0.5921),
     ("googlenet", "mindspore", "Ascend 910", "63.85 min", 0.0016, 0.934),
-    ("lstm", "mindspore", "Ascend 910", "523 s", 0.12, 0.85))]
+    ("lstm", "mindspore", "Ascend 910", "523 s", 0.12, 0.85),
+    ("bert", "mindspore", "Ascend 910", "384 h", 1.7, 0.589))]
+S1_MODELS = ("googlenet", "lstm", "bert")
+# What S1 measured that this run does not: said beside the ratio of the model's times.
+S1_CAVEATS = {"bert": "S1 timed BERT pre-training to a loss on Chinese Wikipedia (8 x 256 sequences of 128 tokens); "
+                      "this run pre-trains on the English aclImdb reviews with its own WordPiece vocabulary"}
+_UNIT_S = {"s": 1.0, "min": 60.0, "h": 3600.0}
 S1_INFERENCE = [{"framework": "mindspore", "hardware": "V100", "images_s": 1490.2},
                 {"framework": "pytorch", "hardware": "V100", "images_s": 856.5},
                 {"framework": "mindspore", "hardware": "Ascend 910", "images_s": 2115.0}]
@@ -62,7 +70,7 @@ def _last_loss(r: dict) -> float | None:
 
 def training_rows(results: list[dict]) -> list[dict]:
     rows = []
-    for s in _cells(results, "model", ("googlenet", "lstm")):
+    for s in _cells(results, "model", S1_MODELS):
         f = s.first
         epochs = measure.Sample(tuple(e["train_s"] for r in s.ok for e in (r.get("epochs") or [])))
         rows.append({"model": f["model"], "framework": f["framework"], "mode": f["mode"], "amp": f["amp"],
@@ -71,6 +79,28 @@ def training_rows(results: list[dict]) -> list[dict]:
                      "epochs": max(len(r.get("epochs") or []) for r in s.ok), "epoch_s": epochs.median,
                      "synthetic": any(r.get("synthetic") for r in s.ok)})
     return sorted(rows, key=lambda r: (r["model"], r["framework"], r["mode"], r["amp"]))
+
+
+def _s1_seconds(time: str) -> float:
+    value, unit = time.split()
+    return float(value) * _UNIT_S[unit]
+
+
+def s1_ratio_rows(training: list[dict]) -> list[dict]:
+    """Per S1 model: S1's V100 training time of MindSpore over PyTorch's (below 1: MindSpore faster) beside this run's
+    wall time of each MindSpore mode over PyTorch eager's, both fp32 (None where a side was not run)."""
+    v100 = {(r["model"], r["framework"]): _s1_seconds(r["time"]) for r in S1_TRAINING if r["hardware"] == "V100"}
+    ours = {(r["model"], r["framework"], r["mode"]): r["wall_s"] for r in training if r["amp"] == "off"}
+    rows = []
+    for model in S1_MODELS:
+        pt = ours.get((model, "pytorch", "eager"))
+        for mode in ("graph", "pynative"):
+            ms = ours.get((model, "mindspore", mode))
+            if pt is None and ms is None:
+                continue
+            rows.append({"model": model, "s1_ratio": v100[model, "mindspore"] / v100[model, "pytorch"], "mode": mode,
+                         "ratio": ms / pt if ms and pt else None, "caveat": S1_CAVEATS.get(model, "")})
+    return rows
 
 
 def inference_rows(results: list[dict]) -> list[dict]:
@@ -110,7 +140,8 @@ def collect(hosts: list[dict[str, Any]]) -> list[dict[str, Any]]:
                     "s1_match": matches(["V100", "Ascend 910"], hw), "s2_match": matches(["K80", "P100"], hw),
                     "s4_match": ("same kind (a multi-threaded CPU), not S4's CPU" if hw.startswith("CPU")
                                  else f"S4's GPU set-up; this host is {hw}"),
-                    "training": training, "inference": inference, "passes": passes_rows(results), "s2_ours": s2_ours})
+                    "training": training, "s1_ratios": s1_ratio_rows(training), "inference": inference,
+                    "passes": passes_rows(results), "s2_ours": s2_ours})
     return out
 
 

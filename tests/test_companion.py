@@ -77,3 +77,15 @@ def test_the_report_puts_each_study_beside_this_run_with_its_hardware(tmp_path):
         assert r"\begin{tabular}" in tex and "Xeon\\_\\%" in tex, name
     assert "126.87 min" in (tables / "companion_s1_training.tex").read_text()
     assert r"\subsection*{Companion studies}" in (run / "report" / "report.tex").read_text()
+
+
+def test_s1_bert_ratio_sits_beside_this_runs_with_its_caveat():
+    from harness.companion import s1_ratio_rows
+
+    training = [{"model": "bert", "framework": "pytorch", "mode": "eager", "amp": "off", "wall_s": 20.0},
+                {"model": "bert", "framework": "mindspore", "mode": "graph", "amp": "off", "wall_s": 30.0},
+                {"model": "bert", "framework": "mindspore", "mode": "graph", "amp": "O2", "wall_s": 1.0}]
+    rows = s1_ratio_rows(training)
+    assert [(r["model"], r["mode"]) for r in rows] == [("bert", "graph"), ("bert", "pynative")]
+    assert abs(rows[0]["s1_ratio"] - 610 / 1147.5) < 1e-12 and rows[0]["ratio"] == 1.5 and rows[1]["ratio"] is None
+    assert "Chinese Wikipedia" in rows[0]["caveat"]

@@ -34,7 +34,8 @@ class BertForMaskedLM(nn.Module):
         layer = nn.TransformerEncoderLayer(h, hp["heads"], hp["intermediate"], hp["dropout"], activation="gelu",
                                            layer_norm_eps=1e-12, batch_first=True, norm_first=False)
         self.encoder = nn.TransformerEncoder(layer, hp["layers"], enable_nested_tensor=False)
-        self.transform = nn.Sequential(OrderedDict(dense=nn.Linear(h, h), act=nn.GELU(), norm=nn.LayerNorm(h, eps=1e-12)))
+        self.transform = nn.Sequential(OrderedDict(dense=nn.Linear(h, h), act=nn.GELU(),
+                                                   norm=nn.LayerNorm(h, eps=1e-12)))
         self.decoder = nn.Linear(h, vocab)
         self.decoder.weight = self.word.weight  # tied
         self._load(w, hp["layers"])
