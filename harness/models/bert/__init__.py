@@ -120,9 +120,20 @@ def lr_factor(step: int, warmup: int, total: int) -> float:
     return max(0.0, (total - step) / max(1, total - warmup))
 
 
-def decays(name: str) -> bool:
-    """Whether AdamW decays a parameter (torch-layout name): weights and embeddings, not biases or LayerNorms."""
-    return not any(k in name for k in NO_DECAY)
+def param_groups(named: list[tuple[str, Any]], weight_decay: float) -> list[dict]:
+    """AdamW's two parameter groups from (torch-layout name, parameter) pairs: weight decay on the weights and
+    embeddings, none on the biases and LayerNorms."""
+    decays = [not any(k in n for k in NO_DECAY) for n, _ in named]
+    return [{"params": [p for (_, p), d in zip(named, decays, strict=True) if d], "weight_decay": weight_decay},
+            {"params": [p for (_, p), d in zip(named, decays, strict=True) if not d], "weight_decay": 0.0}]
+
+
+def prepare(ctx, data: dict) -> tuple[int, Corpus, dict[str, np.ndarray], int]:
+    """What both frameworks' workloads start from: (batch, corpus, the initial weights, the schedule's steps)."""
+    hp = ctx.hparams
+    corpus = Corpus(data, hp, ctx.cell.spec, ctx.seed)
+    return int(hp["batch"]), corpus, init_weights(ctx.seed, corpus.vocab_size, hp), steps_total(corpus, hp,
+                                                                                                 ctx.cell.spec)
 
 
 def pass_batch(workload, data: dict, batch: int) -> tuple[np.ndarray, ...]:

@@ -16,18 +16,9 @@ import numpy as np
 from mindspore import Parameter, Tensor, nn, ops
 from mindspore.experimental import optim
 
+from harness.models import bert
 from harness.models._mindspore import amp_network, make_train_step
-from harness.models.bert import (
-    ADAM_EPS,
-    LN_EPS,
-    MASK_NEG,
-    PROBE_LR,
-    Corpus,
-    decays,
-    init_weights,
-    lr_factor,
-    steps_total,
-)
+from harness.models.bert import LN_EPS, MASK_NEG
 
 RENAME = {"gamma": "weight", "beta": "bias", "embedding_table": "weight"}
 
@@ -145,21 +136,17 @@ def _tensors(ids, keys, pos, labels, weights) -> list[Tensor]:
 class Workload:
     def __init__(self, ctx, data: dict):
         hp = ctx.hparams
-        self.ctx, self.seed = ctx, ctx.seed
-        self.batch = int(hp["batch"])
-        self.corpus = Corpus(data, hp, ctx.cell.spec, ctx.seed)
+        self.ctx, self.epoch = ctx, 0
+        self.batch, self.corpus, w, total = bert.prepare(ctx, data)
         self.samples_per_epoch = self.corpus.n_train // self.batch * self.batch
-        self.epoch = 0
-        self.net = BertMLM(init_weights(ctx.seed, self.corpus.vocab_size, hp), hp)
+        self.net = BertMLM(w, hp)
         self.run_net = amp_network(ctx, self.net)  # AMP off: the network itself
         self.loss_cell = LossCell(self.run_net)
         self.fp32_loss = LossCell(self.net)
-        params = [(torch_name(p.name), p) for p in self.net.trainable_params()]
-        groups = [{"params": [p for n, p in params if decays(n)], "weight_decay": hp["weight_decay"]},
-                  {"params": [p for n, p in params if not decays(n)], "weight_decay": 0.0}]
-        self.opt = optim.AdamW(groups, lr=hp["lr"], betas=(hp["adam_beta1"], hp["adam_beta2"]), eps=ADAM_EPS)
-        total = steps_total(self.corpus, hp, ctx.cell.spec)
-        self.sched = optim.lr_scheduler.LambdaLR(self.opt, lambda s: lr_factor(s, hp["warmup_steps"], total))
+        named = [(torch_name(p.name), p) for p in self.net.trainable_params()]
+        self.opt = optim.AdamW(bert.param_groups(named, hp["weight_decay"]), lr=hp["lr"],
+                               betas=(hp["adam_beta1"], hp["adam_beta2"]), eps=bert.ADAM_EPS)
+        self.sched = optim.lr_scheduler.LambdaLR(self.opt, lambda s: bert.lr_factor(s, hp["warmup_steps"], total))
         self.step = make_train_step(ctx, self.loss_cell, self.opt)
 
     def train_epoch(self) -> float:
@@ -189,7 +176,7 @@ class Workload:
     def probe_step(self) -> float:
         """One fp32 step at PROBE_LR (the schedule left out: its factor is 1 for this step)."""
         for g in self.opt.param_groups:
-            g["lr"].set_data(Tensor(np.float32(PROBE_LR)))
+            g["lr"].set_data(Tensor(np.float32(bert.PROBE_LR)))
         self.net.set_train(True)
         step = make_train_step(self.ctx, self.fp32_loss, self.opt)
         return float(step(*_tensors(*self.corpus.probe("train"))).asnumpy())

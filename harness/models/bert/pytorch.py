@@ -11,18 +11,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from harness.frameworks.pytorch import device as device_of
+from harness.models import bert
 from harness.models._pytorch import compiled, mixed_precision
-from harness.models.bert import (
-    ADAM_EPS,
-    LN_EPS,
-    MASK_NEG,
-    PROBE_LR,
-    Corpus,
-    decays,
-    init_weights,
-    lr_factor,
-    steps_total,
-)
+from harness.models.bert import LN_EPS, MASK_NEG
 
 
 class Attention(nn.Module):
@@ -113,21 +104,17 @@ def mlm_loss(logits, labels, weights):
 class Workload:
     def __init__(self, ctx, data: dict):
         hp = ctx.hparams
-        self.ctx, self.seed, self.dev = ctx, ctx.seed, device_of(ctx)
-        self.batch = int(hp["batch"])
-        self.corpus = Corpus(data, hp, ctx.cell.spec, ctx.seed)
+        self.ctx, self.dev, self.epoch = ctx, device_of(ctx), 0
+        self.batch, self.corpus, w, total = bert.prepare(ctx, data)
         self.samples_per_epoch = self.corpus.n_train // self.batch * self.batch
-        self.epoch = 0
-        w = init_weights(ctx.seed, self.corpus.vocab_size, hp)
         self.net = BertMLM(w, hp).to(self.dev)
-        params = dict(self.net.named_parameters())
-        if set(w) != set(params):
+        named = list(self.net.named_parameters())
+        if set(w) != {n for n, _ in named}:
             raise RuntimeError("weight names differ")
-        groups = [{"params": [p for n, p in params.items() if decays(n)], "weight_decay": hp["weight_decay"]},
-                  {"params": [p for n, p in params.items() if not decays(n)], "weight_decay": 0.0}]
-        self.opt = torch.optim.AdamW(groups, lr=hp["lr"], betas=(hp["adam_beta1"], hp["adam_beta2"]), eps=ADAM_EPS)
-        total = steps_total(self.corpus, hp, ctx.cell.spec)
-        self.sched = torch.optim.lr_scheduler.LambdaLR(self.opt, lambda s: lr_factor(s, hp["warmup_steps"], total))
+        self.opt = torch.optim.AdamW(bert.param_groups(named, hp["weight_decay"]), lr=hp["lr"],
+                                     betas=(hp["adam_beta1"], hp["adam_beta2"]), eps=bert.ADAM_EPS)
+        self.sched = torch.optim.lr_scheduler.LambdaLR(self.opt,
+                                                       lambda s: bert.lr_factor(s, hp["warmup_steps"], total))
         self.net, self.opt, self.amp = mixed_precision(ctx, self.net, self.opt)
         self.run_net = compiled(ctx, self.net)
 
@@ -174,7 +161,7 @@ class Workload:
     def probe_step(self) -> float:
         """One fp32 step at PROBE_LR (the schedule left out: its factor is 1 for this step)."""
         for g in self.opt.param_groups:
-            g["lr"] = PROBE_LR
+            g["lr"] = bert.PROBE_LR
         batch = self.corpus.probe("train")
         self.net.train()
         self.opt.zero_grad(set_to_none=True)
