@@ -33,7 +33,8 @@
 #              --only 'model/gcn/*', take about 6). Every cell must be `ok`.
 #  6c. models  the same for --models GLOB: by default one fp32 quick cell of every other model, the frameworks
 #              alternating: ResNet50 MindSpore GRAPH, GoogLeNet PyTorch eager (both on synthetic CIFAR-10), GRU
-#              PyTorch eager (Multi30K), LSTM MindSpore GRAPH (aclImdb). Every cell must be `ok`.
+#              PyTorch eager (Multi30K), LSTM MindSpore GRAPH (aclImdb), BERT PyTorch eager (aclImdb, its
+#              WordPiece vocabulary trained in the image: the locked `tokenizers`). Every cell must be `ok`.
 #  7. report   python -m harness report inside the image must write report.html, for both runs
 #  8. compile  --cuda only: as uid 4242 (no passwd entry in the image), the GCN torch.compile cell (full
 #              profile, one repeat) on CPU must be `ok`
@@ -51,7 +52,7 @@ platform=cpu
 keep=0
 synthetic=0
 only='model/gcn/*/amp-off/*'
-models='model/resnet50/mindspore/graph/amp-off/1dev,model/googlenet/pytorch/eager/amp-off/1dev,model/gru/pytorch/eager/amp-off/1dev,model/lstm/mindspore/graph/amp-off/1dev'
+models='model/resnet50/mindspore/graph/amp-off/1dev,model/googlenet/pytorch/eager/amp-off/1dev,model/gru/pytorch/eager/amp-off/1dev,model/lstm/mindspore/graph/amp-off/1dev,model/bert/pytorch/eager/amp-off/1dev'
 while [ $# -gt 0 ]; do
   case "$1" in
     --keep) keep=1 ;;
