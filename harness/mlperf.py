@@ -39,12 +39,13 @@ WORKLOADS: dict[str, dict[str, str]] = {
     "gru": {"opt_name": C.ADAM, "schedule": "constant"},
     "googlenet": {"opt_name": C.SGD, "schedule": "linear warm-up, then cosine decay to 0 at the last epoch"},
     "lstm": {"opt_name": C.ADAM, "schedule": "constant"},
+    "bert": {"opt_name": C.ADAMW, "schedule": "linear warm-up, then linear decay to 0 at the last step"},
 }
 # hparams of harness/matrix.toml -> the key that logs them.
 HPARAM_KEYS = {"lr": C.OPT_BASE_LR, "weight_decay": C.OPT_WEIGHT_DECAY, "momentum": eventlog.OPT_MOMENTUM,
                "adam_beta1": C.OPT_ADAM_BETA_1, "adam_beta2": C.OPT_ADAM_BETA_2, "adam_eps": C.OPT_ADAM_EPSILON,
                "warmup_epochs": C.OPT_LR_WARMUP_EPOCHS, "clip_norm": C.OPT_GRADIENT_CLIP_NORM,
-               "max_len": C.MAX_SEQUENCE_LENGTH}
+               "max_len": C.MAX_SEQUENCE_LENGTH, "warmup_steps": C.OPT_LR_WARMUP_STEPS}
 # What evaluate("val") reads, per dataset, before the spec's val_samples / eval_samples limit.
 _VAL_SPLIT = {"cora": lambda d: d["val_idx"], "cifar10": lambda d: d["test_y"], "multi30k": lambda d: d["val"]["fr"],
               "imdb": lambda d: d["test"]["label"]}

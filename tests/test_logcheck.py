@@ -166,6 +166,8 @@ def test_the_logged_optimiser_is_the_one_the_model_code_builds(model):
     pt, ms = (folder / "pytorch.py").read_text(), (folder / "mindspore.py").read_text()
     if mlperf.WORKLOADS[model]["opt_name"] == "adam":
         assert "torch.optim.Adam(" in pt and "nn.Adam(" in ms
+    elif mlperf.WORKLOADS[model]["opt_name"] == "adamw":
+        assert "torch.optim.AdamW(" in pt and "optim.AdamW(" in ms
     else:
         assert "torch.optim.SGD(" in pt and "nn.Momentum(" in ms
 
