@@ -4,7 +4,8 @@ returned as inline SVG (for the self-contained HTML page).
     Figure 3  validation metric against wall time, per model, with the target line; with repeats, each cell's
               time to target as a whisker on that line (min to max over the repeats, a tick at the median) and the
               PyTorch/MindSpore time ratio with its interval (harness.measure.ratio_interval) in the panel
-    Figure 4  global throughput and scaling efficiency against the number of devices
+    Figure 4  global throughput and scaling efficiency against the number of devices, whiskers min to max over the
+              repeats
     Figure 5  MindSpore / PyTorch throughput ratio against the operator's parameter count, line at 1
     Energy    joules per training sample, per model cell, where the platform measured energy
 
@@ -112,29 +113,37 @@ def curves(rows: list[dict[str, Any]], host: str, folder: Path,
 
 def scaling(rows: list[dict[str, Any]], host: str, folder: Path) -> dict[str, str] | None:
     """Figure 4 for one host: global throughput and efficiency against devices, per model and framework setting.
-    The 1-device point is the model cell of the same setting (efficiency 1 by definition)."""
+    Each point is the median over the cell's repeats with a whisker from the least to the greatest repeat (none with
+    one repeat). The 1-device point is the model cell of the same setting (efficiency 1 by definition)."""
     scal = [r for r in rows if r["host"] == host and r["kind"] == "scaling" and r["global_throughput"] is not None]
     if not scal:
         return None
-    series: dict[tuple, list[tuple[int, float, float]]] = {}
+    # per setting: (devices, global throughput spread, efficiency spread), a spread being {median, min, max, ...}
+    one = {"median": 1.0, "min": 1.0, "max": 1.0}
+    series: dict[tuple, list[tuple[int, dict, dict]]] = {}
     for r in scal:
         series.setdefault((r["model"], r["framework"], r["mode"], r["amp"]), []).append(
-            (r["devices"], r["global_throughput"], r["efficiency"]))
+            (r["devices"], r["global_throughput_spread"], r["efficiency_spread"]))
     for r in rows:
         key = (r["model"], r["framework"], r["mode"], r["amp"])
         if r["host"] == host and r["kind"] == "model" and r["devices"] == 1 and key in series \
                 and r["other_epochs"]["median"] is not None:
-            series[key].append((1, r["other_epochs"]["median"], 1.0))
+            series[key].append((1, r["other_epochs"], one))
     fig, (left, right) = plt.subplots(1, 2, figsize=(6.4, 2.4))
     devices = set()
-    for (model, fw, mode, amp), pts in sorted(series.items()):
-        pts.sort()
+    for (model, fw, mode, amp), pts in sorted(series.items(), key=lambda kv: kv[0]):
+        pts.sort(key=lambda p: p[0])
         devices.update(p[0] for p in pts)
         label = f"{model}: {fw} {mode}" + ("" if amp == "off" else f" AMP {amp}")
         kw = {"color": COLOURS.get(fw, "grey"), "linestyle": STYLES.get(mode, "-"),
-              "marker": AMP_MARKERS.get(amp, "o"), "markersize": 3, "linewidth": 1, "label": label}
-        left.plot([p[0] for p in pts], [p[1] for p in pts], **kw)
-        right.plot([p[0] for p in pts], [p[2] if p[2] is not None else float("nan") for p in pts], **kw)
+              "marker": AMP_MARKERS.get(amp, "o"), "markersize": 3, "linewidth": 1, "label": label, "capsize": 2,
+              "elinewidth": 0.8}
+        for ax, i in ((left, 1), (right, 2)):
+            x = [p[0] for p in pts]
+            y = [_nan(p[i]["median"]) for p in pts]
+            low = [y_ - _nan(p[i]["min"], y_) for y_, p in zip(y, pts, strict=True)]
+            high = [_nan(p[i]["max"], y_) - y_ for y_, p in zip(y, pts, strict=True)]
+            ax.errorbar(x, y, yerr=[low, high] if any(low + high) else None, **kw)
     unit = next((r["unit"] for r in scal if r.get("unit")), "samples/s")
     left.set(xlabel="devices", ylabel=f"global throughput ({unit})", title="throughput")
     right.set(xlabel="devices", ylabel="efficiency", title="scaling efficiency", ylim=(0, 1.1))
@@ -144,6 +153,11 @@ def scaling(rows: list[dict[str, Any]], host: str, folder: Path) -> dict[str, st
     right.legend(loc="center left", bbox_to_anchor=(1.02, 0.5), frameon=False)
     fig.tight_layout()
     return _finish(fig, folder, f"fig4-{slug(host)}")
+
+
+def _nan(x: float | None, default: float = float("nan")) -> float:
+    """A spread's number for matplotlib: None (not measured) as `default` (NaN: no point; the median: no whisker)."""
+    return default if x is None else x
 
 
 def operator_ratios(ratios: list[dict[str, Any]], host: str, folder: Path) -> dict[str, str] | None:

@@ -8,6 +8,8 @@ derived here, for the claims, the report, its companion section and its figures 
     ratio_interval(a, b) -> (lo, hi) | None: the interval of the ratio of two Samples' medians, a percentile
                         bootstrap over each side's repeats (the claims, Table I, the time-to-target table, Figures
                         3 and 4; the operator ratios can use it alike)
+    quotient_interval(num, den) the same bootstrap for a product of medians over another (C5's ratio of two
+                        scaling efficiencies; with den empty, one median's interval: C2's first-epoch fraction)
     summarise(results)  -> {cell id: Repeats}
     operator_ratios(index) -> [OpConfig]: per operator configuration the throughput of each framework/mode and
                         MindSpore/PyTorch per MindSpore mode (Figure 5, the operator table, O1-O3)
@@ -24,7 +26,7 @@ denominator's is), and a resample whose two medians are both +inf has no ratio: 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from statistics import median
 from typing import Any
@@ -101,14 +103,28 @@ def ratio_interval(a: Sample, b: Sample, level: float = LEVEL) -> tuple[float, f
     None unless both sides have 2 repeats or more: one repeat has no spread to resample. A repeat that never reached
     its target counts as +inf (Sample.slowest_if_missing), as everywhere; see the module's docstring for what that
     does inside a resample. The upper end is None where it is +inf."""
-    xs, ys = np.asarray(a.values, dtype=float), np.asarray(b.values, dtype=float)
-    if len(xs) < 2 or len(ys) < 2:
+    return quotient_interval((a,), (b,), level)
+
+
+def quotient_interval(num: Sequence[Sample], den: Sequence[Sample] = (),
+                      level: float = LEVEL) -> tuple[float, float | None] | None:
+    """ratio_interval's bootstrap for a quotient of several medians: the product of the medians of `num` over that of
+    `den`, every Sample resampled on its own, in order (num, then den) from the one seeded generator. C5's ratio of
+    two scaling efficiencies is one: (per-device MindSpore x 1-device PyTorch) / (1-device MindSpore x per-device
+    PyTorch); with `den` empty it is the interval of one median (C2's first-epoch fraction against its threshold).
+    None unless every Sample has 2 repeats or more."""
+    values = [np.asarray(s.values, dtype=float) for s in (*num, *den)]
+    if not num or any(len(v) < 2 for v in values):
         return None
     rng = np.random.default_rng(SEED)
-    ma = np.median(xs[rng.integers(0, len(xs), (RESAMPLES, len(xs)))], axis=1)
-    mb = np.median(ys[rng.integers(0, len(ys), (RESAMPLES, len(ys)))], axis=1)
+    medians = [np.median(v[rng.integers(0, len(v), (RESAMPLES, len(v)))], axis=1) for v in values]
+    top, bottom = np.ones(RESAMPLES), np.ones(RESAMPLES)
     with np.errstate(divide="ignore", invalid="ignore"):
-        r = ma / mb   # inf / finite = inf, finite / inf = 0, inf / inf = nan (no ratio), x / 0 = inf
+        for m in medians[:len(num)]:
+            top = top * m
+        for m in medians[len(num):]:
+            bottom = bottom * m
+        r = top / bottom   # inf / finite = inf, finite / inf = 0, inf / inf = nan (no ratio), x / 0 = inf
     tail = (1 - level) / 2 * 100
     lo = float(np.percentile(np.where(np.isnan(r), 0.0, r), tail, method="lower"))
     hi = float(np.percentile(np.where(np.isnan(r), np.inf, r), 100 - tail, method="higher"))

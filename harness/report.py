@@ -96,6 +96,7 @@ def _row(host: str, s: measure.Repeats) -> dict[str, Any]:
         # scaling cells
         "global_throughput": s.value("global_throughput"), "efficiency": s.value("efficiency"),
         "per_device_throughput": s.value("per_device_throughput"),
+        "global_throughput_spread": spread("global_throughput"), "efficiency_spread": spread("efficiency"),
         # telemetry (null where the platform could not say)
         "peak_device_memory_mb": spread("peak_device_memory_mb"), "peak_rss_mb": spread("peak_rss_mb"),
         "mean_power_w": spread("mean_power_w"), "energy_j": spread("energy_j"),

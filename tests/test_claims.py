@@ -510,7 +510,8 @@ def _repeated(world, scales=(0.97, 1.0, 1.03)):
     out = {}
     for (cell, _), r in world.items():
         for k, f in enumerate(scales):
-            scaled = {key: r[key] * f for key in ("mean_throughput_other_epochs", "time_to_target_s", "throughput")
+            scaled = {key: r[key] * f for key in ("mean_throughput_other_epochs", "time_to_target_s", "throughput",
+                                                  "per_device_throughput", "global_throughput")
                       if isinstance(r.get(key), float)}
             out[(cell, k)] = {**r, **scaled, "repeat": k}
     return out
@@ -523,7 +524,7 @@ def _spread_cell(world, cell, values, key="mean_throughput_other_epochs"):
 
 def test_with_repeats_every_ratio_carries_an_interval_and_a_clear_one_keeps_its_verdict():
     w = _repeated(paper_world())
-    for cid_ in ("C1", "C3", "C4"):
+    for cid_ in ("C1", "C2", "C3", "C4", "C5"):
         c = claim(w, cid_)
         assert c.verdict == "supported", c.reason
         assert all(p.interval is not None and p.interval[0] <= p.interval[1] for p in c.parts)
@@ -570,3 +571,42 @@ def test_a_time_to_target_never_reached_in_some_repeats_widens_its_interval():
     row = next(r for r in claims.time_to_target_table(list(w.values())) if r["model"] == "gcn")
     # median of 10, 10.5 and never (+inf): 10.5; a resample with two of three never reached has a ratio of 0
     assert row["ratio"] == pytest.approx(2.0 / 10.5) and row["ratio_interval"][0] == 0.0
+
+
+def test_c2_with_repeats_is_decided_by_intervals():
+    w = _repeated(paper_world())
+    c = claim(w, "C2")
+    assert c.verdict == "supported" and all("95% intervals: MindSpore's" in e for e in c.evidence)
+    # GCN MindSpore's first-epoch fraction 0.7, 0.8, 0.9 over the repeats: its interval reaches across 80%.
+    cell = cid("gcn", "mindspore", "graph")
+    for k, frac in enumerate((0.7, 0.8, 0.9)):
+        w[(cell, k)]["first_epoch_throughput"] = frac * w[(cell, k)]["mean_throughput_other_epochs"]
+    part = next(p for p in claim(w, "C2").parts if p.name == "GCN first epoch")
+    assert part.outcome == claims.INCONCLUSIVE and "MindSpore's interval reaches across 80%" in part.detail
+    # Every repeat at 0.9: not marked, whatever the resample: contradicts.
+    for k in range(3):
+        w[(cell, k)]["first_epoch_throughput"] = 0.9 * w[(cell, k)]["mean_throughput_other_epochs"]
+    part = next(p for p in claim(w, "C2").parts if p.name == "GCN first epoch")
+    assert part.outcome == "contradicts" and "MindSpore's is not below 80%" in part.detail
+
+
+def test_c5_with_repeats_has_the_interval_of_a_ratio_of_two_efficiencies():
+    w = _repeated(paper_world())
+    part = claim(w, "C5").parts[0]
+    # MindSpore 0.9 and PyTorch 0.6 in every repeat (both cells scaled alike): ratio 1.5, an interval around it
+    assert part.outcome == "supports" and part.interval[0] <= 1.5 <= part.interval[1]
+    # MindSpore's per-device throughput 0.55, 0.6 and 0.7 of its 1-device 200: efficiency ratio 0.92-1.17
+    ms = cid("resnet50", "mindspore", "graph", devices=2)
+    _spread_cell(w, ms, (0.55 * 200, 0.6 * 200, 0.7 * 200), key="per_device_throughput")
+    c = claim(w, "C5")
+    assert c.parts[0].outcome == claims.INCONCLUSIVE and c.verdict == claims.INCONCLUSIVE
+    assert c.parts[0].interval[0] < 1 / TIE_RATIO and c.parts[0].interval[1] > TIE_RATIO
+
+
+def test_quotient_interval_is_ratio_interval_for_one_sample_a_side():
+    from harness import measure
+    a, b = measure.Sample((10.0, 12.0, 11.0)), measure.Sample((5.0, 6.5, 5.5))
+    assert measure.quotient_interval((a,), (b,)) == measure.ratio_interval(a, b)
+    lo, hi = measure.quotient_interval((a,))          # one median's interval: within the repeats' range
+    assert 10.0 <= lo <= 11.0 <= hi <= 12.0
+    assert measure.quotient_interval((a, measure.Sample((2.0,))), (b,)) is None   # one repeat: no interval

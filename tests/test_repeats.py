@@ -1,4 +1,5 @@
-"""Repeats where a verdict needs them: the model cells the claims C1-C4 compare get the profile's `claim_repeats`,
+"""Repeats where a verdict needs them: the model cells the claims C1-C4 compare and the scaling cells C5 compares
+get the profile's `claim_repeats`,
 the others its `repeats`; `run --repeats N` sets every cell's; `--resume` runs only the repeats not yet ok."""
 
 import pytest
@@ -24,7 +25,9 @@ def test_claim_cells_get_the_profiles_claim_repeats_and_the_others_its_repeats()
     assert quick["model/gcn/pytorch/eager/amp-off/1dev"] == 2
     assert quick["model/gru/mindspore/graph/amp-O3/1dev"] == 2
     assert quick["model/gcn/mindspore/pynative/amp-O2/1dev"] == 1       # no claim compares PyNative at O2
-    assert quick["scaling/resnet50/pytorch/eager/amp-off/2dev"] == 1
+    assert quick["scaling/resnet50/pytorch/eager/amp-off/2dev"] == 2        # C5 compares the baseline modes' scaling
+    assert quick["scaling/resnet50/mindspore/graph/amp-off/2dev"] == 2
+    assert quick["scaling/resnet50/mindspore/pynative/amp-off/2dev"] == 1   # ...and no claim PyNative's
     assert {n for c, n in quick.items() if c.startswith(("operator/", "inference/", "passes/"))} == {1}
     assert set(_repeats("target").values()) == {3}
     assert set(_repeats("full").values()) == {3}                            # repeats 3 already, no claim_repeats
@@ -60,3 +63,33 @@ def test_resume_with_more_repeats_runs_only_the_missing_ones(tmp_path):
     assert f"{cell} r0: kept (ok)" in p.stderr and f"{cell} r1: ok" in p.stderr
     assert (out / "cells" / cell / "r0.json").read_text() == first
     assert not list((out / "cells" / cell).glob("r0.prev*"))
+
+
+def test_figure4_draws_each_point_as_the_median_with_a_whisker_over_the_repeats(tmp_path, monkeypatch):
+    import matplotlib.axes
+
+    from harness import figures, measure, report
+    cell = "scaling/resnet50/pytorch/eager/amp-off/2dev"
+    s = measure.summarise({"cell": cell, "status": "ok", "kind": "scaling", "model": "resnet50", "framework":
+                           "pytorch", "mode": "eager", "amp": "off", "devices": 2, "global_throughput": g,
+                           "efficiency": e} for g, e in ((170.0, 0.85), (180.0, 0.9), (200.0, 1.0)))[cell]
+    row = report._row("cpu", s)
+    assert row["global_throughput_spread"]["median"] == 180.0 and row["global_throughput_spread"]["min"] == 170.0
+    assert row["efficiency_spread"]["max"] == 1.0
+    one = {**row, "kind": "model", "devices": 1, "other_epochs": {"median": 100.0, "min": 95.0, "max": 110.0}}
+    calls = []
+    original = matplotlib.axes.Axes.errorbar
+
+    def spy(self, x, y, yerr=None, **kw):
+        calls.append((list(x), list(y), yerr))
+        return original(self, x, y, yerr=yerr, **kw)
+    monkeypatch.setattr(matplotlib.axes.Axes, "errorbar", spy)
+    assert figures.scaling([row, one], "cpu", tmp_path) is not None
+    (x, y, yerr), (_, eff, eff_err) = calls
+    assert x == [1, 2] and y == [100.0, 180.0] and yerr == [[5.0, 10.0], [10.0, 20.0]]
+    assert eff == [1.0, 0.9] and eff_err[0] == [0.0, pytest.approx(0.05)] and eff_err[1] == [0.0, pytest.approx(0.1)]
+    calls.clear()
+    flat = {**row, "global_throughput_spread": {"median": 180.0, "min": 180.0, "max": 180.0},
+            "efficiency_spread": {"median": 0.9, "min": 0.9, "max": 0.9}}
+    figures.scaling([flat], "cpu", tmp_path)
+    assert [c[2] for c in calls] == [None, None]   # one repeat: no whiskers

@@ -4,6 +4,7 @@ more (C1's time to target, C2's first epoch, C5's scaling efficiency) stay code.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from harness import arith, cellid, measure
@@ -25,11 +26,13 @@ from harness.claims.paper import (
     AMP_LEVELS,
     BASELINE,
     FW_NAMES,
+    INCONCLUSIVE,
     MARKED_FIRST_EPOCH,
     PAPER_FASTER,
     PAPER_TTT_RATIO,
     TIE_RATIO,
 )
+from harness.measure import LEVEL, interval_text
 
 MS_BASE, PT_BASE = BASELINE["mindspore"][0], BASELINE["pytorch"][0]
 
@@ -125,7 +128,24 @@ def _c1(index: dict[str, Repeats]) -> list[Part]:
     return parts
 
 
+def _first_fraction(r: dict) -> float | None:
+    """One repeat's first-epoch throughput over its mean of the other epochs (C2), None without both."""
+    first, other = r.get("first_epoch_throughput"), r.get("mean_throughput_other_epochs")
+    return first / other if first and other else None
+
+
+def _test(interval, passes) -> bool | None:
+    """True/False where both ends of an interval pass/fail a test, None (inconclusive) where they differ."""
+    lo, hi = interval
+    ends = {passes(lo), passes(math.inf if hi is None else hi)}
+    return ends.pop() if len(ends) == 1 else None
+
+
 def _c2(index: dict[str, Repeats]) -> list[Part]:
+    """MindSpore's first epoch is marked (its fraction first / other epochs at most MARKED_FIRST_EPOCH) and worse
+    than PyTorch's beyond the tie margin. With repeats, both tests are decided by intervals (harness.measure): the
+    interval of MindSpore's median fraction against the threshold, and that of the ratio of the two frameworks'
+    median fractions against the tie band; an interval on both sides of its line makes the part inconclusive."""
     parts = []
     for model in _models(index):
         ids = {fw: _model_id(model, fw, *BASELINE[fw]) for fw in BASELINE}
@@ -135,42 +155,55 @@ def _c2(index: dict[str, Repeats]) -> list[Part]:
         if missing:
             parts.append(_missing(name, missing))
             continue
-        frac = {}
-        for fw, (s, _) in got.items():
-            first, other = s.value("first_epoch_throughput"), s.value("mean_throughput_other_epochs")
-            frac[fw] = first / other if first and other else None
-        if None in frac.values():
+        sample = {fw: s.measure(_first_fraction) for fw, (s, _) in got.items()}
+        if any(x.median is None for x in sample.values()):
             parts.append(_missing(name, "no first-epoch or later-epoch throughput (a single epoch?)"))
             continue
-        ms, pt = frac["mindspore"], frac["pytorch"]
+        ms, pt = sample["mindspore"].median, sample["pytorch"].median
         marked, worse = ms <= MARKED_FIRST_EPOCH, ms * TIE_RATIO < pt
-        ok = marked and worse
-        why = ("" if ok else ": " + " and ".join(
-            w for w, bad in ((f"MindSpore's is not below {MARKED_FIRST_EPOCH:.0%}", not marked),
-                             ("not below PyTorch's by more than the tie margin", not worse)) if bad))
-        verdict = SUPPORTS if ok else CONTRADICTS
+        iv_ms = measure.quotient_interval((sample["mindspore"],))
+        iv_ratio = measure.ratio_interval(sample["mindspore"], sample["pytorch"])
+        ends = ""
+        if iv_ms is not None and iv_ratio is not None:
+            marked = _test(iv_ms, lambda x: x <= MARKED_FIRST_EPOCH)
+            worse = _test(iv_ratio, lambda x: x * TIE_RATIO < 1)
+            ends = (f" ({LEVEL:.0%} intervals: MindSpore's {interval_text(iv_ms)}, MindSpore/PyTorch "
+                    f"{interval_text(iv_ratio)})")
+        if marked and worse:
+            verdict, why = SUPPORTS, ""
+        else:
+            verdict = CONTRADICTS if False in (marked, worse) else INCONCLUSIVE
+            why = ": " + " and ".join(w for w, test in (
+                (f"MindSpore's is not below {MARKED_FIRST_EPOCH:.0%}", marked),
+                ("not below PyTorch's by more than the tie margin", worse)) if test is False)
+            if verdict == INCONCLUSIVE:
+                why = ": " + " and ".join(w for w, test in (
+                    (f"MindSpore's interval reaches across {MARKED_FIRST_EPOCH:.0%}", marked),
+                    ("the ratio's interval reaches across the tie margin", worse)) if test is None)
         parts.append(Part(name, verdict, f"{_mname(model)} first-epoch throughput / mean of the other epochs: "
                                          f"{_setting('mindspore', BASELINE['mindspore'][0])} {ms:.2f}, "
-                                         f"{_setting('pytorch', BASELINE['pytorch'][0])} {pt:.2f}{why} — {verdict}",
-                          list(ids.values())))
+                                         f"{_setting('pytorch', BASELINE['pytorch'][0])} {pt:.2f}{ends}{why} — "
+                                         f"{verdict}", list(ids.values()), iv_ratio if ends else None))
     return parts
 
 
-def _efficiency(index, model: str, fw: str, mode: str, amp: str, n: int) -> tuple[float | None, str, list[str]]:
+def _efficiency(index, model: str, fw: str, mode: str, amp: str, n: int):
     """Per-device throughput at n devices over the 1-device throughput, from the medians of both cells
-    (the stored per-repeat `efficiency` only where the 1-device cell is not ok)."""
+    (the stored per-repeat `efficiency` only where the 1-device cell is not ok); with the two Samples it is made of,
+    (per-device, 1-device), for C5's interval (None with the stored efficiency)."""
     sid, bid = _model_id(model, fw, mode, amp, n), _model_id(model, fw, mode, amp, 1)
     s, why = _lookup(index, sid)
     if why:
-        return None, why, []
+        return None, why, [], None
     b, why_b = _lookup(index, bid)
     per_dev = s.value("per_device_throughput")
     base = b.value("mean_throughput_other_epochs") if b else None
     if per_dev and base:
-        return arith.efficiency(per_dev, base), f"{_num(per_dev)} per device vs {_num(base)} on 1", [sid, bid]
+        return (arith.efficiency(per_dev, base), f"{_num(per_dev)} per device vs {_num(base)} on 1", [sid, bid],
+                (s.measure("per_device_throughput"), b.measure("mean_throughput_other_epochs")))
     if s.value("efficiency") is not None:
-        return s.value("efficiency"), "stored efficiency", [sid]
-    return None, why_b or f"{sid}: no per-device throughput", []
+        return s.value("efficiency"), "stored efficiency", [sid], None
+    return None, why_b or f"{sid}: no per-device throughput", [], None
 
 
 def _c5(index: dict[str, Repeats]) -> list[Part]:
@@ -181,16 +214,19 @@ def _c5(index: dict[str, Repeats]) -> list[Part]:
     combos = sorted({(c.model, c.amp, c.devices) for c in (cellid.parse(s.cell) for s in scaling)})
     for model, amp, n in combos:
         name = f"{_mname(model)} at {n} devices, AMP {amp}"
-        (ms, ms_how, ms_cells), (pt, pt_how, pt_cells) = (
+        (ms, ms_how, ms_cells, ms_parts), (pt, pt_how, pt_cells, pt_parts) = (
             _efficiency(index, model, fw, BASELINE[fw][0], amp, n) for fw in ("mindspore", "pytorch"))
         if ms is None or pt is None:
             parts.append(_missing(name, [how for e, how in ((ms, ms_how), (pt, pt_how)) if e is None]))
             continue
+        # MindSpore's efficiency over PyTorch's: (per-device MS / 1-device MS) / (per-device PT / 1-device PT).
+        interval = (measure.quotient_interval((ms_parts[0], pt_parts[1]), (ms_parts[1], pt_parts[0]))
+                    if ms_parts and pt_parts else None)
         parts.append(_compare(name, ms_cells + pt_cells, ms / pt, "above",
                               f"{_mname(model)} scaling efficiency at {n} devices, AMP {amp}: "
                               f"{_setting('mindspore', BASELINE['mindspore'][0])} {ms:.2f} ({ms_how}) vs "
                               f"{_setting('pytorch', BASELINE['pytorch'][0])} {pt:.2f} ({pt_how}) "
-                              f"(MindSpore/PyTorch {ms / pt:.2f})"))
+                              f"(MindSpore/PyTorch {ms / pt:.2f})", interval))
     return parts
 
 
@@ -200,6 +236,12 @@ def compared_settings() -> frozenset[tuple[str, str, str]]:
     `claim_repeats` repeat (harness.matrix), so that each of their ratios has an interval."""
     rows = (C1_THROUGHPUT, *C3_ROWS, *C4_ROWS)
     return frozenset({s for row in rows for s in (row.a, row.b)} | {(fw, *BASELINE[fw]) for fw in BASELINE})
+
+
+def scaled_settings() -> frozenset[tuple[str, str]]:
+    """(framework, mode) of the scaling cells C5 compares (each framework's fair baseline mode, at any AMP level):
+    with the 1-device cells of compared_settings, the cells whose `claim_repeats` give C5's ratio an interval."""
+    return frozenset((fw, mode) for fw, (mode, _) in BASELINE.items())
 
 
 _c3 = _rows(C3_ROWS)
