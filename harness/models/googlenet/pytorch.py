@@ -110,7 +110,6 @@ class Workload(ImageProbes):
         return accuracy(np.concatenate(preds), self.data["test_y"][:self.n_eval])
 
 
-
 def build(ctx, data: dict) -> Workload:
     return Workload(ctx, data)
 
