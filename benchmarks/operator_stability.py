@@ -1,20 +1,28 @@
 """Operator timing quality on this host: run the quick operator sweep N times (each cell in its own
-process, as always) and print
-  1. the coefficient of variation of each configuration's median over the N sweeps (goal: <= 5% for
-     >= 90% of configurations), and
-  2. for PyTorch cells, the harness's median against torch.utils.benchmark.Timer.blocked_autorange on
-     the same operator and inputs (goal: within 5%).
+process, as always; or read N finished sweeps with --reuse) and print, with the load average before and after
+and each sweep's wall time,
+  0. issue 29's figure, per configuration and MindSpore mode, of the MindSpore/PyTorch throughput ratio:
+     a. the half-width of its 95% interval within a sweep (harness.measure.ratio_interval over the two cells'
+        repeats, or, with one repeat, over their blocks' throughputs), as a share of the ratio (goal: <= 5% for
+        >= 90% of configurations, in every sweep), and
+     b. how far each sweep's ratio lies from the median over the sweeps (goal: within 5% for >= 90%);
+     the sweep's wall time (goal: at most 2 x 115 s);
+  1. the coefficient of variation of each configuration's median time over the N sweeps, and
+  2. with --autorange, for PyTorch cells, the harness's median against torch.utils.benchmark.Timer.blocked_autorange
+     on the same operator and inputs (goal: within 5%).
 
-    python benchmarks/operator_stability.py [--sweeps 3] [--only 'operator/*'] [--keep DIR]
+    python benchmarks/operator_stability.py [--sweeps 3] [--only 'operator/*'] [--keep DIR] [--reuse DIR ...]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from statistics import mean, median, pstdev
 
@@ -22,12 +30,49 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 
-def sweep(out: Path, only: str) -> dict[str, dict]:
+def sweep(out: Path, only: str) -> float:
+    """One quick operator sweep into `out`; its wall time."""
+    t = time.perf_counter()
     subprocess.run([sys.executable, "-m", "harness", "run", "--platform", "cpu", "--profile", "quick", "--out",
                     str(out), "--synthetic", "--only", only], cwd=REPO, check=False, stderr=subprocess.DEVNULL)
+    return time.perf_counter() - t
+
+
+def results(out: Path) -> dict[str, list[dict]]:
+    """A finished sweep's ok results, per cell (one per repeat)."""
     res = subprocess.run([sys.executable, "-m", "harness", "results", str(out), "--json"], cwd=REPO,
                          capture_output=True, text=True, check=True).stdout
-    return {r["cell"]: r for r in json.loads(res) if r["status"] == "ok"}
+    cells: dict[str, list[dict]] = {}
+    for r in json.loads(res):
+        if r["status"] == "ok":
+            cells.setdefault(r["cell"], []).append(r)
+    return cells
+
+
+def ratio_figures(run: dict[str, list[dict]]) -> dict[str, tuple[float, float | None]]:
+    """{configuration and MindSpore mode: (ratio, interval half-width / ratio)} for one sweep: the ratio as the
+    report takes it (harness.measure.operator_ratios: medians over repeats), its interval by the report's method
+    over the repeats (harness.measure.ratio_interval), or over the blocks' throughputs where a cell has one repeat."""
+    from harness import measure
+
+    index = measure.summarise(r for rs in run.values() for r in rs)
+    out = {}
+    for cfg in measure.operator_ratios(index):
+        pt = cfg.cells.get(f"pytorch/{measure.PT_MODE}")
+        for key, ms in cfg.cells.items():
+            if not key.startswith("mindspore/") or pt is None or cfg.ratio(key.split("/")[1]) is None:
+                continue
+            ratio = cfg.ratio(key.split("/")[1])
+
+            def sample(s):
+                if len(s.ok) > 1:
+                    return s.measure("throughput")
+                batch = s.first["shape"]["batch"]
+                return measure.Sample(tuple(batch / t for t in s.first.get("block_times_s") or ()))
+            iv = measure.ratio_interval(sample(ms), sample(pt))
+            half = None if iv is None or iv[1] is None else (iv[1] - iv[0]) / 2 / ratio
+            out[f"{ms.cell.replace('mindspore/', '')} ({key})"] = (ratio, half)
+    return out
 
 
 ROUNDS = 3
@@ -73,34 +118,66 @@ def cv(values: list[float]) -> float:
     return pstdev(values) / mean(values)
 
 
+def _load() -> str:
+    return "load average " + " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--sweeps", type=int, default=3)
     p.add_argument("--only", default="operator/*")
     p.add_argument("--keep", help="keep the sweeps' run folders under this folder")
+    p.add_argument("--reuse", nargs="+", metavar="DIR", help="read these finished sweeps instead of running new ones")
+    p.add_argument("--autorange", action="store_true", help="also compare PyTorch cells with blocked_autorange")
     p.add_argument("--paired", help=argparse.SUPPRESS)  # internal: one result's paired timings, in this process
     a = p.parse_args()
     if a.paired:
         print(*_paired_here(json.loads(a.paired)))
         return 0
-    base = Path(a.keep) if a.keep else Path(tempfile.mkdtemp(prefix="opstab-"))
-    runs = [sweep(base / f"sweep{i}", a.only) for i in range(a.sweeps)]
+    print(f"before: {_load()}", flush=True)
+    if a.reuse:
+        folders, walls = [Path(d) for d in a.reuse], []
+    else:
+        base = Path(a.keep) if a.keep else Path(tempfile.mkdtemp(prefix="opstab-"))
+        folders = [base / f"sweep{i}" for i in range(a.sweeps)]
+        walls = [sweep(folder, a.only) for folder in folders]
+        print("sweep wall times: " + ", ".join(f"{w:.0f} s" for w in walls) + " (goal: <= 230 s, 2 x 115 s)")
+    runs = [results(folder) for folder in folders]
+    print(f"after: {_load()}\n")
+
+    # 0. issue 29's figure: the MindSpore/PyTorch ratio's interval within a sweep, and its spread over the sweeps
+    figs = [ratio_figures(run) for run in runs]
+    configs = sorted(set.intersection(*(set(f) for f in figs)))
+    narrow = repeatable = 0
+    for c in configs:
+        ratios = [f[c][0] for f in figs]
+        mid = median(ratios)
+        dev = max(abs(r / mid - 1) for r in ratios)
+        halves = [f[c][1] for f in figs]
+        ok_half = all(h is not None and h <= 0.05 for h in halves)
+        narrow += ok_half
+        repeatable += dev <= 0.05
+        print(f"ratio {mid:6.3f}  over sweeps ±{100 * dev:5.1f}%  half-widths "
+              + " ".join("  n/a" if h is None else f"{100 * h:4.1f}%" for h in halves) + f"  {c}")
+    n = max(len(configs), 1)
+    print(f"\n0a. {narrow}/{len(configs)} configurations ({100 * narrow / n:.0f}%) have a ratio interval half-width "
+          f"<= 5% in every sweep (goal: >= 90%)")
+    print(f"0b. {repeatable}/{len(configs)} configurations ({100 * repeatable / n:.0f}%) have every sweep's ratio "
+          f"within 5% of their median over {len(runs)} sweeps (goal: >= 90%)")
+
+    # 1. each cell's median time over the sweeps
     cells = sorted(set.intersection(*(set(r) for r in runs)))
-    cvs = {c: cv([r[c]["median_s"] for r in runs]) for c in cells}
+    cvs = {c: cv([median(x["median_s"] for x in r[c]) for r in runs]) for c in cells}
     within = sum(v <= 0.05 for v in cvs.values())
-    for c, v in sorted(cvs.items(), key=lambda kv: -kv[1]):
-        print(f"CV {100 * v:5.1f}%  {c}")
-    print(f"\n1. {within}/{len(cvs)} configurations ({100 * within / max(len(cvs), 1):.0f}%) have a CV of their "
-          f"median <= 5% over {a.sweeps} sweeps (goal: >= 90%)")
-    # The same blocks, summarised by their fastest one: on a host whose speed changes for seconds at a time (seen on
-    # the 2-core CI VM: the same PyTorch Conv2d step at 12.5, 18 or 48 ms in different processes), this shows how
-    # much of the spread is the host's slow phases rather than the timing loop.
-    fast = {c: cv([min(r[c]["block_times_s"]) for r in runs]) for c in cells}
-    print(f"   for reference: {sum(v <= 0.05 for v in fast.values())}/{len(fast)} have a CV <= 5% of their fastest "
-          f"block over the sweeps")
+    print(f"\n1. {within}/{len(cvs)} cells ({100 * within / max(len(cvs), 1):.0f}%) have a CV of their median time "
+          f"<= 5% over {len(runs)} sweeps; the worst:")
+    for c, v in sorted(cvs.items(), key=lambda kv: -kv[1])[:8]:
+        print(f"   CV {100 * v:5.1f}%  {c}")
+    if not a.autorange:
+        return 0
     agree, rows = 0, []
     for c in cells:
-        r = runs[0][c]
+        r = runs[0][c][0]
         if r["framework"] != "pytorch":
             continue
         ours, ref = paired_timings(r)
