@@ -31,6 +31,8 @@ from statistics import median
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from benchmarks import loadavg  # noqa: E402
+
 B, E, H, SRC_VOCAB, TGT_VOCAB, PAD = 64, 128, 256, 6000, 4869, 0
 VARIANTS = {"harness": dict(clip=True, mask=True, gather=True), "no-clip": dict(clip=False, mask=True, gather=True),
             "no-mask": dict(clip=True, mask=False, gather=True), "no-gather": dict(clip=True, mask=True, gather=False),
@@ -180,10 +182,6 @@ def child(args) -> dict:
         if args.variant != "dynamic":
             raise
         return {"error": str(e).strip().splitlines()[0][:300]}
-
-
-def loadavg() -> str:
-    return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def main() -> int:

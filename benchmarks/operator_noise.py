@@ -32,6 +32,8 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from benchmarks import loadavg  # noqa: E402
+
 # Quick-profile configurations: the smallest Linear (launch-bound), the larger Conv2d forward+backward, the larger
 # BatchNorm2d forward (memory-bound), and the smaller of each of the others.
 CONFIGS = {
@@ -126,10 +128,6 @@ def spread(times: list[float]) -> tuple[float, float, float]:
     return (q3 - q1) / mid, max(times) / min(times), median(times[:3]) / median(rest)
 
 
-def load() -> str:
-    return "load average " + " ".join(f"{x:.2f}" for x in os.getloadavg())
-
-
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--processes", type=int, default=3)
@@ -142,7 +140,7 @@ def main() -> int:
         print(json.dumps(probe(*json.loads(a.probe))))
         return 0
     settings = SETTINGS if not a.settings else [tuple((s + "//").split("/")[:3]) for s in a.settings.split(",")]
-    print(f"before: {load()}", flush=True)
+    print(f"before: load average {loadavg()}", flush=True)
     every = {}
     for config in a.configs.split(","):
         print(f"\n== {config}: {CONFIGS[config][0]} {CONFIGS[config][2]} {CONFIGS[config][1]}")
@@ -170,7 +168,7 @@ def main() -> int:
           f"median block time per iteration at min_block_s 0.05 (the sweep's) and 0.5; first3: the first three "
           f"blocks' median over the rest's; procCV: CV of the 0.05-block median over {a.processes} fresh "
           f"processes; thr: the probe process's threads)")
-    print(f"after: {load()}")
+    print(f"after: load average {loadavg()}")
     if a.json:
         Path(a.json).write_text(json.dumps(every, indent=1))
     return 0

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -28,6 +27,8 @@ from statistics import mean, median, pstdev
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+
+from benchmarks import loadavg  # noqa: E402
 
 
 def sweep(out: Path, only: str) -> float:
@@ -118,10 +119,6 @@ def cv(values: list[float]) -> float:
     return pstdev(values) / mean(values)
 
 
-def _load() -> str:
-    return "load average " + " ".join(f"{x:.2f}" for x in os.getloadavg())
-
-
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--sweeps", type=int, default=3)
@@ -134,7 +131,7 @@ def main() -> int:
     if a.paired:
         print(*_paired_here(json.loads(a.paired)))
         return 0
-    print(f"before: {_load()}", flush=True)
+    print(f"before: load average {loadavg()}", flush=True)
     if a.reuse:
         folders, walls = [Path(d) for d in a.reuse], []
     else:
@@ -143,7 +140,7 @@ def main() -> int:
         walls = [sweep(folder, a.only) for folder in folders]
         print("sweep wall times: " + ", ".join(f"{w:.0f} s" for w in walls) + " (goal: <= 230 s, 2 x 115 s)")
     runs = [results(folder) for folder in folders]
-    print(f"after: {_load()}\n")
+    print(f"after: load average {loadavg()}\n")
 
     # 0. issue 29's figure: the MindSpore/PyTorch ratio's interval within a sweep, and its spread over the sweeps
     figs = [ratio_figures(run) for run in runs]

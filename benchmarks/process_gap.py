@@ -37,6 +37,7 @@ from statistics import median
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from benchmarks import loadavg  # noqa: E402
 from benchmarks.alternate import alternate  # noqa: E402
 from harness import cellid, matrix  # noqa: E402
 from harness.frameworks import backend as load_backend  # noqa: E402
@@ -125,10 +126,6 @@ def reference_child(cell_id: str, profile: str, matrix_file: Path, data_dir: str
     reference.train_epoch(1)
     s.backend.synchronize(s.ctx)
     return {"throughput": reference.samples_per_epoch / (time.perf_counter() - t)}
-
-
-def loadavg() -> str:
-    return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def main() -> int:
