@@ -172,14 +172,13 @@ def _c2(index: dict[str, Repeats]) -> list[Part]:
         if marked and worse:
             verdict, why = SUPPORTS, ""
         else:
-            verdict = CONTRADICTS if False in (marked, worse) else INCONCLUSIVE
-            why = ": " + " and ".join(w for w, test in (
-                (f"MindSpore's is not below {MARKED_FIRST_EPOCH:.0%}", marked),
-                ("not below PyTorch's by more than the tie margin", worse)) if test is False)
-            if verdict == INCONCLUSIVE:
-                why = ": " + " and ".join(w for w, test in (
-                    (f"MindSpore's interval reaches across {MARKED_FIRST_EPOCH:.0%}", marked),
-                    ("the ratio's interval reaches across the tie margin", worse)) if test is None)
+            # A test that failed (False) contradicts; otherwise the undecided ones (None) make it inconclusive.
+            verdict, shown = (CONTRADICTS, False) if False in (marked, worse) else (INCONCLUSIVE, None)
+            words = {False: (f"MindSpore's is not below {MARKED_FIRST_EPOCH:.0%}",
+                             "not below PyTorch's by more than the tie margin"),
+                     None: (f"MindSpore's interval reaches across {MARKED_FIRST_EPOCH:.0%}",
+                            "the ratio's interval reaches across the tie margin")}[shown]
+            why = ": " + " and ".join(w for w, test in zip(words, (marked, worse), strict=True) if test is shown)
         parts.append(Part(name, verdict, f"{_mname(model)} first-epoch throughput / mean of the other epochs: "
                                          f"{_setting('mindspore', BASELINE['mindspore'][0])} {ms:.2f}, "
                                          f"{_setting('pytorch', BASELINE['pytorch'][0])} {pt:.2f}{ends}{why} — "
