@@ -2,9 +2,9 @@
 process, as always; or read N finished sweeps with --reuse) and print, with the load average before and after
 and each sweep's wall time,
   0. issue 29's figure, per configuration and MindSpore mode, of the MindSpore/PyTorch throughput ratio:
-     a. the half-width of its 95% interval within a sweep (harness.measure.ratio_interval over the two cells'
-        repeats, or, with one repeat, over their blocks' throughputs), as a share of the ratio (goal: <= 5% for
-        >= 90% of configurations, in every sweep), and
+     a. the half-width of its 95% interval within a sweep (harness.measure.OpConfig.ratio_interval: the two cells'
+        repeats and their blocks resampled), as a share of the ratio (goal: <= 5% for >= 90% of configurations, in
+        every sweep), and
      b. how far each sweep's ratio lies from the median over the sweeps (goal: within 5% for >= 90%);
      the sweep's wall time (goal: at most 2 x 115 s);
   1. the coefficient of variation of each configuration's median time over the N sweeps, and
@@ -51,28 +51,21 @@ def results(out: Path) -> dict[str, list[dict]]:
 
 
 def ratio_figures(run: dict[str, list[dict]]) -> dict[str, tuple[float, float | None]]:
-    """{configuration and MindSpore mode: (ratio, interval half-width / ratio)} for one sweep: the ratio as the
-    report takes it (harness.measure.operator_ratios: medians over repeats), its interval by the report's method
-    over the repeats (harness.measure.ratio_interval), or over the blocks' throughputs where a cell has one repeat."""
+    """{configuration and MindSpore mode: (ratio, interval half-width / ratio)} for one sweep, as the report and the
+    claims take them: the ratio of the medians over the repeats (harness.measure.operator_ratios), its interval from
+    the repeats (processes) and their blocks resampled (OpConfig.ratio_interval)."""
     from harness import measure
 
     index = measure.summarise(r for rs in run.values() for r in rs)
     out = {}
     for cfg in measure.operator_ratios(index):
-        pt = cfg.cells.get(f"pytorch/{measure.PT_MODE}")
         for key, ms in cfg.cells.items():
-            if not key.startswith("mindspore/") or pt is None or cfg.ratio(key.split("/")[1]) is None:
+            mode = key.split("/")[1]
+            if not key.startswith("mindspore/") or (ratio := cfg.ratio(mode)) is None:
                 continue
-            ratio = cfg.ratio(key.split("/")[1])
-
-            def sample(s):
-                if len(s.ok) > 1:
-                    return s.measure("throughput")
-                batch = s.first["shape"]["batch"]
-                return measure.Sample(tuple(batch / t for t in s.first.get("block_times_s") or ()))
-            iv = measure.ratio_interval(sample(ms), sample(pt))
-            half = None if iv is None or iv[1] is None else (iv[1] - iv[0]) / 2 / ratio
-            out[f"{ms.cell.replace('mindspore/', '')} ({key})"] = (ratio, half)
+            iv = cfg.ratio_interval(mode)
+            out[f"{ms.cell.replace('mindspore/', '')} ({key})"] = (ratio, None if iv is None else
+                                                                  (iv[1] - iv[0]) / 2 / ratio)
     return out
 
 
@@ -110,7 +103,7 @@ def _paired_here(result: dict) -> tuple[float, float]:
     timer = tb.Timer(stmt="run()", globals={"run": run}, num_threads=torch.get_num_threads())
     ours, theirs = [], []
     for _ in range(ROUNDS):
-        ours.append(operators.blocked_time(run, sync)["median_s"])
+        ours.append(operators.blocked_time(run, sync, **operators.SWEEP_TIMING)["median_s"])
         theirs.append(timer.blocked_autorange(min_run_time=1.0).median)
     return median(ours), median(theirs)
 

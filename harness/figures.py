@@ -162,7 +162,7 @@ def _nan(x: float | None, default: float = float("nan")) -> float:
 
 def operator_ratios(ratios: list[dict[str, Any]], host: str, folder: Path) -> dict[str, str] | None:
     """Figure 5 for one host: per operator, MindSpore GRAPH / PyTorch eager throughput against parameters (log x);
-    hollow markers forward only, filled forward+backward; PYNATIVE in grey."""
+    hollow markers forward only, filled forward+backward; PYNATIVE in grey; whiskers the ratio's interval."""
     mine = [e for e in ratios if e["host"] == host and (e["ratio_graph"] or e["ratio_pynative"])]
     ops = sorted({e["op"] for e in mine})
     if not ops:
@@ -171,12 +171,17 @@ def operator_ratios(ratios: list[dict[str, Any]], host: str, folder: Path) -> di
     for ax, op in zip(axes[0], ops, strict=True):
         for (mode, colour) in (("graph", COLOURS["mindspore"]), ("pynative", "#999999")):
             for direction, fill in DIRECTION_FILL.items():
-                pts = sorted((e["params"], e[f"ratio_{mode}"]) for e in mine
-                             if e["op"] == op and e["direction"] == direction and e[f"ratio_{mode}"])
+                pts = sorted(((e["params"], e[f"ratio_{mode}"], e.get(f"interval_{mode}")) for e in mine
+                              if e["op"] == op and e["direction"] == direction and e[f"ratio_{mode}"]),
+                             key=lambda p: p[:2])
                 if pts:
-                    ax.plot([p[0] for p in pts], [p[1] for p in pts], linestyle="none",
-                            marker=OP_MARKERS.get(op, "o"), fillstyle=fill, color=colour, markersize=4,
-                            label=f"MindSpore {mode}, {direction}")
+                    x, y = [p[0] for p in pts], [p[1] for p in pts]
+                    # whiskers: the ratio's interval (processes and blocks resampled); none where there is none
+                    err = [[p[1] - p[2][0] if p[2] else 0.0 for p in pts],
+                           [p[2][1] - p[1] if p[2] else 0.0 for p in pts]]
+                    ax.errorbar(x, y, yerr=err if any(p[2] for p in pts) else None, linestyle="none",
+                                marker=OP_MARKERS.get(op, "o"), fillstyle=fill, color=colour, markersize=4,
+                                elinewidth=0.8, capsize=1.5, label=f"MindSpore {mode}, {direction}")
         ax.axhline(1.0, color="black", linewidth=0.8, linestyle="--")
         ax.set_xscale("log")
         ax.set_yscale("log")

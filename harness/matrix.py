@@ -2,8 +2,8 @@
 
 The expansion is a cartesian product of the profile's axis values, pruned by the file's
 [[exclude]] rules. Each cell runs the profile's `repeats`; the cells a claim compares (C1-C4's model cells,
-harness.claims.models.compared_settings; C5's scaling cells, scaled_settings) at least its `claim_repeats`, so that
-their ratios have intervals;
+harness.claims.models.compared_settings; C5's scaling cells, scaled_settings; O1-O3's operator cells) at least its
+`claim_repeats`, so that their ratios have intervals;
 `repeats=` (`harness run --repeats N`) sets every cell's. [[skip]] rules depend on the platform and are applied
 by the runner, which records the cell as `skipped` with the rule's reason instead of running it.
 """
@@ -109,14 +109,16 @@ class Matrix:
 
 
 def _repeats(cell: Cell, prof: dict[str, Any], override: int | None) -> int:
-    """A cell's repeats: `override` (run --repeats) where given; else the profile's `repeats`, and for a model cell a
-    claim compares (C1-C4's model cells, C5's scaling cells) at least the profile's `claim_repeats`."""
+    """A cell's repeats: `override` (run --repeats) where given; else the profile's `repeats`, and for a cell a
+    claim compares (C1-C4's model cells, C5's scaling cells, O1-O3's operator cells) at least the profile's
+    `claim_repeats`."""
     if override is not None:
         if override < 1:
             raise HarnessError(f"--repeats {override}: a cell needs at least 1 repeat")
         return override
     compared = (cell.kind == "model" and (cell.framework, cell.mode, cell.amp) in compared_settings()
-                or cell.kind == "scaling" and (cell.framework, cell.mode) in scaled_settings())
+                or cell.kind == "scaling" and (cell.framework, cell.mode) in scaled_settings()
+                or cell.kind == "operator")   # O1-O3: an operator's processes differ (harness.operators.SWEEP_TIMING)
     return max(cell.repeats, int(prof.get("claim_repeats", 1))) if compared else cell.repeats
 
 

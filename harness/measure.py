@@ -7,12 +7,15 @@ derived here, for the claims, the report, its companion section and its figures 
                         `value(key)` (its median), `time_to_target` -> Sample, `curve()`, `why_not()`
     ratio_interval(a, b) -> (lo, hi) | None: the interval of the ratio of two Samples' medians, a percentile
                         bootstrap over each side's repeats (the claims, Table I, the time-to-target table, Figures
-                        3 and 4; the operator ratios can use it alike)
+                        3 and 4)
     quotient_interval(num, den) the same bootstrap for a product of medians over another (C5's ratio of two
                         scaling efficiencies; with den empty, one median's interval: C2's first-epoch fraction)
     summarise(results)  -> {cell id: Repeats}
+    block_replicates(cell) bootstrap replicates of a block-timed cell's throughput, its processes and, within each,
+                        its blocks resampled; replicate_interval(replicates) -> (lo, hi)
     operator_ratios(index) -> [OpConfig]: per operator configuration the throughput of each framework/mode and
-                        MindSpore/PyTorch per MindSpore mode (Figure 5, the operator table, O1-O3)
+                        MindSpore/PyTorch per MindSpore mode with its interval and replicates (Figure 5, the
+                        operator table, O1-O3)
 
 A repeat that never reached its target counts as infinitely slow (the one rule, everywhere): a cell's time to
 target is the median over its ok repeats with those at +inf, and where that median is infinite (half of the
@@ -26,6 +29,7 @@ denominator's is), and a resample whose two medians are both +inf has no ratio: 
 from __future__ import annotations
 
 import math
+import zlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from statistics import median
@@ -206,6 +210,35 @@ def summarise(results: Iterable[dict[str, Any]]) -> dict[str, Repeats]:
 PT_MODE = "eager"
 
 
+def block_replicates(cell: Repeats) -> np.ndarray | None:
+    """RESAMPLES bootstrap replicates of a block-timed cell's throughput (an operator's), resampled at the two levels
+    it varies at: its processes (repeats) with replacement, since per-process state differs (pyperf's observation,
+    and MindSpore's, measured: ARTIFACT.md, "Operator timing noise"), and within each chosen process its blocks with
+    replacement. A replicate is the median over the chosen processes of each one's median block throughput, as the
+    point value (`value("throughput")`) is the median over the repeats of theirs. The generator is seeded with SEED
+    and the cell's id: the same blocks always give the same replicates, and two cells never share a resampling
+    pattern. With one repeat it resamples blocks only, which leaves out the spread between processes. None where no ok
+    repeat kept its block times."""
+    reps = [np.asarray([r["throughput"] * r["median_s"] / t for t in r["block_times_s"]], dtype=float)
+            for r in cell.ok if r.get("block_times_s") and _number(r.get("throughput")) and _number(r.get("median_s"))]
+    if not reps:
+        return None
+    rng = np.random.default_rng([SEED, zlib.crc32(cell.cell.encode())])
+    per = np.stack([np.median(v[rng.integers(0, len(v), (RESAMPLES, len(v)))], axis=1) for v in reps])
+    pick = rng.integers(0, len(reps), (RESAMPLES, len(reps)))
+    return np.median(per[pick, np.arange(RESAMPLES)[:, None]], axis=1)
+
+
+def replicate_interval(replicates: np.ndarray | None, level: float = LEVEL) -> tuple[float, float] | None:
+    """The `level` percentile interval of bootstrap replicates, its ends replicates (order statistics, as in
+    quotient_interval); None for none."""
+    if replicates is None or not len(replicates):
+        return None
+    tail = (1 - level) / 2 * 100
+    return (float(np.percentile(replicates, tail, method="lower")),
+            float(np.percentile(replicates, 100 - tail, method="higher")))
+
+
 @dataclass
 class OpConfig:
     """One operator configuration (op, dtype, direction, shape) and its cells per "framework/mode"."""
@@ -229,6 +262,17 @@ class OpConfig:
         """MindSpore (ms_mode) throughput / PyTorch eager's; above 1: MindSpore faster. None unless both measured."""
         ms, pt = self.throughput.get(f"mindspore/{ms_mode}"), self.throughput.get(f"pytorch/{PT_MODE}")
         return arith.ratio(ms, pt) if ms else None
+
+    def ratio_replicates(self, ms_mode: str) -> np.ndarray | None:
+        """Bootstrap replicates of ratio(ms_mode): each side's block_replicates, one over the other (the two cells are
+        independent processes). None unless both sides kept their block times."""
+        ms, pt = self.cells.get(f"mindspore/{ms_mode}"), self.cells.get(f"pytorch/{PT_MODE}")
+        a, b = (block_replicates(ms), block_replicates(pt)) if ms and pt else (None, None)
+        return None if a is None or b is None else a / b
+
+    def ratio_interval(self, ms_mode: str) -> tuple[float, float] | None:
+        """ratio(ms_mode)'s LEVEL interval: processes and blocks resampled on both sides (block_replicates)."""
+        return replicate_interval(self.ratio_replicates(ms_mode))
 
     def cell_ids(self, ms_mode: str) -> list[str]:
         return [self.cells[f"mindspore/{ms_mode}"].cell, self.cells[f"pytorch/{PT_MODE}"].cell]

@@ -263,14 +263,16 @@ def version_note(hosts: list[dict[str, Any]]) -> str | None:
 
 def operator_ratios(index: dict[str, dict[str, measure.Repeats]]) -> list[dict[str, Any]]:
     """Per host and operator configuration (harness.measure.operator_ratios): MindSpore throughput / PyTorch eager
-    throughput per MindSpore mode (Figure 5's points and the operator table; above 1: MindSpore faster)."""
+    throughput per MindSpore mode (Figure 5's points and the operator table; above 1: MindSpore faster), with its
+    interval (OpConfig.ratio_interval: both cells' processes and blocks resampled; Figure 5's whiskers)."""
     out = []
     for host, cells in sorted(index.items(), key=lambda kv: kv[0]):
         for c in measure.operator_ratios(cells):
             out.append({"host": host, "platform": next(iter(c.cells.values())).first.get("platform"), "op": c.op,
                         "dtype": c.dtype, "direction": c.direction, "shape": c.shape, "params": c.params,
                         "throughput": c.throughput, "ratio_graph": c.ratio("graph"),
-                        "ratio_pynative": c.ratio("pynative")})
+                        "ratio_pynative": c.ratio("pynative"), "interval_graph": c.ratio_interval("graph"),
+                        "interval_pynative": c.ratio_interval("pynative")})
     return out
 
 

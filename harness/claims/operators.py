@@ -3,14 +3,18 @@ by operator, dtype and direction, and compared across parameter counts."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from statistics import median
 from typing import Any
+
+import numpy as np
 
 from harness import arith
 from harness.claims.common import (
     CONTRADICTS,
     SUPPORTS,
+    Interval,
     Part,
     Repeats,
     _compare,
@@ -18,8 +22,8 @@ from harness.claims.common import (
     _parsed,
     _side,
 )
-from harness.claims.paper import MIN_PARAM_LEVELS, OP_MS_MODES, OP_PT_MODE, TERCILE
-from harness.measure import OpConfig, operator_ratios
+from harness.claims.paper import INCONCLUSIVE, MIN_PARAM_LEVELS, OP_MS_MODES, OP_PT_MODE, TERCILE, TIE_RATIO
+from harness.measure import LEVEL, OpConfig, interval_text, operator_ratios, replicate_interval
 
 
 @dataclass(frozen=True)
@@ -44,6 +48,30 @@ class OpRatio:
     @property
     def cells(self) -> list[str]:
         return self.config.cell_ids(self.ms_mode)
+
+    @property
+    def replicates(self) -> np.ndarray | None:
+        return self.config.ratio_replicates(self.ms_mode)
+
+
+def _interval(groups: list[list[OpRatio]], stat: Callable[..., np.ndarray]) -> Interval | None:
+    """The interval of a statistic of groups of configurations' ratios (a median over a group, or a quotient of two
+    groups' medians): the statistic taken over each bootstrap replicate (harness.measure.block_replicates: each
+    cell's processes and blocks resampled), so that every configuration's spread reaches the verdict. None where a
+    configuration kept no block times (results from before block times were kept)."""
+    reps = [[o.replicates for o in g] for g in groups]
+    if any(r is None for g in reps for r in g):
+        return None
+    return replicate_interval(stat(*(np.median(np.stack(g), axis=0) for g in reps)))
+
+
+def _interval_side(interval: Interval | None, point: float) -> str:
+    """'above' / 'below' / 'tie' for a ratio, decided by its interval's two ends where it has one (both ends within
+    the tie band: a tie; the ends on different sides: INCONCLUSIVE), else by the point value."""
+    if interval is None:
+        return _side(point)
+    sides = {_side(interval[0]), _side(interval[1])}
+    return sides.pop() if len(sides) == 1 else INCONCLUSIVE
 
 
 def paired_ratios(index: dict[str, Repeats]) -> list[OpRatio]:
@@ -120,12 +148,13 @@ def _o1(index: dict[str, Repeats]) -> list[Part]:
         high = [o for o in rs if o.params in levels[-k:]]
         lo, hi = median(o.ratio for o in low), median(o.ratio for o in high)
         rho = arith.spearman([o.params for o in rs], [o.ratio for o in rs])
+        interval = _interval([high, low], lambda h, lw: h / lw)
         parts.append(_compare(name, [c for o in rs for c in o.cells], hi / lo, "above",
                               f"{name}, {_mode_note(rs)}: median ratio {lo:.2f} at the fewest "
                               f"parameters [{_describe(low)}], {hi:.2f} at the most [{_describe(high)}]; "
                               f"most/fewest {hi / lo:.2f}"
                               + (f"; Spearman rho(params, ratio) {rho:+.2f} over {len(rs)} configurations"
-                                 if rho is not None else "")))
+                                 if rho is not None else ""), interval))
     return parts
 
 
@@ -140,7 +169,7 @@ def _o2(index: dict[str, Repeats]) -> list[Part]:
         m = median(o.ratio for o in small)
         parts.append(_compare(name, [c for o in small for c in o.cells], m, "above",
                               f"BatchNorm2d {dtype} {direction}, {_mode_note(rs)}: median ratio {m:.2f} over the "
-                              f"smaller half of the sizes [{_describe(small)}]"))
+                              f"smaller half of the sizes [{_describe(small)}]", _interval([small], lambda x: x)))
     return parts
 
 
@@ -155,15 +184,22 @@ def _o3(index: dict[str, Repeats]) -> list[Part]:
         large = [o for o in rs if o.params in levels[-k:]]
         rest = [o for o in rs if o.params not in levels[-k:]]
         ml, mr = median(o.ratio for o in large), median(o.ratio for o in rest)
-        ahead_large, ahead_rest = _side(ml) == "above", _side(mr) == "above"
-        verdict = SUPPORTS if ahead_large and not ahead_rest else CONTRADICTS
+        il, ir = _interval([large], lambda x: x), _interval([rest], lambda x: x)
+        side_large, side_rest = _interval_side(il, ml), _interval_side(ir, mr)
+        ahead_large, ahead_rest = side_large == "above", side_rest == "above"
+        unsure = INCONCLUSIVE in (side_large, side_rest)
+        verdict = INCONCLUSIVE if unsure else SUPPORTS if ahead_large and not ahead_rest else CONTRADICTS
         fails = [w for w, bad in (("MindSpore not ahead even at the largest", not ahead_large),
-                                  ("MindSpore ahead at smaller sizes too", ahead_rest)) if bad]
+                                  ("MindSpore ahead at smaller sizes too", ahead_rest)) if bad and not unsure]
+        ends = "".join(f"; {what} {LEVEL:.0%} interval {interval_text(iv)}" for what, iv in
+                       (("largest", il), ("others", ir)) if iv)
         parts.append(Part(name, verdict,
                           f"Conv2d {dtype} {direction}, {_mode_note(rs)}: median ratio {ml:.2f} at the largest "
-                          f"[{_describe(large)}] vs {mr:.2f} at the others [{_describe(rest)}]"
-                          + (f" ({'; '.join(fails)})" if fails else "") + f" — {verdict}",
-                          [c for o in rs for c in o.cells]))
+                          f"[{_describe(large)}] vs {mr:.2f} at the others [{_describe(rest)}]{ends}"
+                          + (f" ({'; '.join(fails)})" if fails else "")
+                          + (f" (an interval across the ±{TIE_RATIO - 1:.0%} tie band)" if unsure else "")
+                          + f" — {verdict}",
+                          [c for o in rs for c in o.cells], il))
     return parts
 
 

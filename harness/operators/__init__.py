@@ -78,16 +78,27 @@ def arrays(op: str, s: dict[str, int], seed: int) -> dict[str, np.ndarray]:
     return out
 
 
+# The operator sweep's timing (Figure 5), chosen from what operator_noise.py measured (ARTIFACT.md, "Operator timing
+# noise"): MindSpore queues its calls, so a block of one iteration pays the whole launch-to-sync latency (PYNATIVE
+# Conv2d fwd+bwd: 172 ms an iteration synchronised each time, 41-48 ms queued): a block holds at least
+# min_block_iters iterations as well as min_block_s, so that the latency is spread over many. Each cell runs in
+# several processes (the profile's claim_repeats), since per-process state differs more than blocks within one; the
+# total stays within issue 29's budget of twice the old sweep (1 s a process at most, beyond the longest operators').
+SWEEP_TIMING = {"min_block_s": 0.1, "min_block_iters": 8, "min_run_s": 0.6, "min_blocks": 5}
+
+
 def blocked_time(run: Callable[[], Any], sync: Callable[[], None], *, min_block_s: float = 0.05,
-                 min_run_s: float = 1.0, min_blocks: int = 7, warmup: int = 3) -> dict[str, Any]:
+                 min_block_iters: int = 1, min_run_s: float = 1.0, min_blocks: int = 7,
+                 warmup: int = 3) -> dict[str, Any]:
     """Per-iteration time, torch.utils.benchmark style: warm up; grow the block (number of
-    iterations timed together) until one block takes min_block_s, so the clock and the sync are
-    negligible; then time blocks until min_run_s and min_blocks are reached. The device is
-    synchronised before every clock read. Returns median and IQR over blocks."""
+    iterations timed together, at least min_block_iters) until one block takes min_block_s, so the
+    clock and the sync are negligible; then time blocks until min_run_s and min_blocks are reached.
+    The device is synchronised before every clock read. Returns median and IQR over blocks, and
+    every block's per-iteration time."""
     for _ in range(warmup):
         run()
     sync()
-    n = 1
+    n = max(1, int(min_block_iters))
     while True:
         t = time.perf_counter()
         for _ in range(n):

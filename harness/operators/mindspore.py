@@ -1,4 +1,5 @@
-"""The sweep's operators in MindSpore (GRAPH: the iteration compiled with ms.jit; PYNATIVE)."""
+"""The sweep's operators in MindSpore: the iteration is an nn.Cell, which GRAPH mode compiles whole and PYNATIVE
+runs op by op."""
 
 from __future__ import annotations
 
@@ -24,6 +25,35 @@ def _layer(op: str, shape: dict, arrays: dict, dtype) -> nn.Cell:
     return cell.to_float(dtype)
 
 
+class _Forward(nn.Cell):
+    """The forward alone (g unused). An nn.Cell, as MindSpore's own training cells are, so GRAPH mode compiles it
+    whole and runs it on its graph executor."""
+
+    def __init__(self, net: nn.Cell):
+        super().__init__(auto_prefix=False)
+        self.net = net
+
+    def construct(self, x, g):
+        return self.net(x)
+
+
+class _GradStep(nn.Cell):
+    """Forward and backward: the gradients with respect to the input and the weights for the output gradient g,
+    built as nn.TrainOneStepCell builds its gradient (GradOperation with a sensitivity), less the update. Measured
+    on the 2-core machine (Conv2d fwd+bwd 64->64, GRAPH), the `ms.jit`-compiled function it replaced went through
+    PYNATIVE's dispatch queue, whose threads spin (AsyncRQueue::Wait, sched_yield) beside the kernel threads: 41 or
+    100 ms an iteration by turns, against 22-49 ms for this cell (ARTIFACT.md, "Operator timing noise")."""
+
+    def __init__(self, net: nn.Cell):
+        super().__init__(auto_prefix=False)
+        self.net = net
+        self.weights = ms.ParameterTuple(net.trainable_params())
+        self.grad = ops.GradOperation(get_all=True, get_by_list=True, sens_param=True)
+
+    def construct(self, x, g):
+        return self.grad(self.net, self.weights)(x, g)
+
+
 def build(op: str, shape: dict, dtype: str, direction: str, ctx, arrays: dict):
     if dtype == "bf16" and ctx.platform == "cpu":
         # Checked with 2.10: MatMul, Conv2D and BatchNorm have no bf16 CPU kernel ("Unsupported data type").
@@ -34,15 +64,11 @@ def build(op: str, shape: dict, dtype: str, direction: str, ctx, arrays: dict):
     x = Tensor(arrays["x"]).astype(dt)
     g = Tensor(arrays["grad"]).astype(dt)
     if direction == "fwd+bwd":
-        grad = ops.GradOperation(get_all=True, get_by_list=True, sens_param=True)
-        weights = ms.ParameterTuple(cell.trainable_params())
-
-        def step(x, g):
-            return grad(cell, weights)(x, g)
+        step = _GradStep(cell)
+        if ctx.cell.mode == "pynative":
+            cell.set_grad()  # record the forward for the gradient as it runs (nn.TrainOneStepCell does the same)
     else:
-        def step(x, g):
-            return cell(x)
-    step = ms.jit(step) if ctx.cell.mode == "graph" else step
+        step = _Forward(cell)
     last = []
 
     def run():

@@ -1,5 +1,6 @@
-"""Time one operator configuration (a `kind: operator` cell): warm-up, blocks sized until the clock
-and the device sync are negligible, median and IQR of the per-iteration time over blocks."""
+"""Time one operator configuration (a `kind: operator` cell) in this process, one of its repeats: warm-up, blocks of
+at least harness.operators.SWEEP_TIMING's iterations and time, median and IQR of the per-iteration time over blocks,
+every block kept (the ratio's interval resamples the repeats and their blocks: harness.measure.block_replicates)."""
 
 from __future__ import annotations
 
@@ -36,7 +37,7 @@ def run(ctx, backend, events) -> dict[str, Any]:
     run_once, sync = impl.build(cell.op, shape, dtype, direction, ctx,
                                 operators.arrays(cell.op, shape, cell.seed))
     events.log(RUN_START, event_type=START)
-    timing = operators.blocked_time(run_once, sync)
+    timing = operators.blocked_time(run_once, sync, **operators.SWEEP_TIMING)
     events.log(RUN_STOP, event_type=END, status=SUCCESS)
     batch = shape["batch"]
     flop = operators.flops(cell.op, shape, direction)

@@ -1,0 +1,114 @@
+"""Issue 29: an operator ratio's interval (each cell's processes and, within them, blocks resampled), the tie rule
+(an interval within ±5% of 1 is a tie), the blocks' minimum length in iterations, and the repeats operator cells get."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from harness import matrix, measure, operators
+from harness.claims import INCONCLUSIVE, TIE_RATIO
+from tests.test_claims import claim, op, paper_world
+
+BATCH = 16
+
+
+def timed(record: dict, blocks_per_process: list[list[float]]) -> list[dict]:
+    """One operator result per process (repeat), its block times the given factors of the time its throughput
+    implies, its median and throughput those of its own blocks."""
+    base = BATCH / record["throughput"]
+    out = []
+    for k, factors in enumerate(blocks_per_process):
+        times = [base * f for f in factors]
+        med = float(np.median(times))
+        out.append({**record, "repeat": k, "block_times_s": times, "median_s": med, "throughput": BATCH / med})
+    return out
+
+
+def cell(records: list[dict]) -> measure.Repeats:
+    s = measure.Repeats(records[0]["cell"])
+    for r in records:
+        s.add(r)
+    return s
+
+
+TIGHT = [[1.0, 1.001, 0.999, 1.0, 1.002, 0.998, 1.0]]
+
+
+def test_block_replicates_resample_processes_as_well_as_blocks():
+    r = op("linear", "pytorch", "eager", 100, 1000.0)
+    one = measure.block_replicates(cell(timed(r, TIGHT)))
+    two_alike = measure.block_replicates(cell(timed(r, TIGHT * 2)))
+    two_apart = measure.block_replicates(cell(timed(r, [TIGHT[0], [2 * f for f in TIGHT[0]]])))
+    width = [np.ptp(measure.replicate_interval(x)) / np.median(x) for x in (one, two_alike, two_apart)]
+    assert width[0] < 0.01 and width[1] < 0.01, "tight blocks in processes that agree: a narrow interval"
+    assert width[2] > 0.5, "processes 2x apart: the interval spans them, however tight each one's blocks"
+    lo, hi = measure.replicate_interval(two_apart)
+    assert lo <= 500.0 * 1.01 and hi >= 1000.0 * 0.99   # throughput 1000 and 500 samples/s, both inside
+    again = measure.block_replicates(cell(timed(r, [TIGHT[0], [2 * f for f in TIGHT[0]]])))
+    assert (again == two_apart).all(), "seeded: the same blocks give the same replicates"
+    assert measure.block_replicates(cell([r])) is None, "no block times kept: no replicates"
+
+
+def _world_with_small_batchnorm(ms_blocks: list[list[float]], ratio: float) -> dict:
+    """The paper's world, its small BatchNorm fp32 configurations (O2's) timed in blocks: PyTorch tight in two
+    processes, MindSpore at `ratio` of its throughput with the given block factors."""
+    w = paper_world()
+    for (cid, rep), r in list(w.items()):
+        if r.get("op") != "batchnorm2d" or r["params"] != 32 or r["mode"] == "pynative":
+            continue
+        del w[(cid, rep)]
+        if r["framework"] == "pytorch":
+            records = timed(r, TIGHT * 2)
+        else:
+            records = timed({**r, "throughput": 1000.0 * ratio}, ms_blocks)
+        w.update({(x["cell"], x["repeat"]): x for x in records})
+    return w
+
+
+def test_o2_a_ratio_whose_interval_lies_within_the_tie_band_is_a_tie():
+    c = claim(_world_with_small_batchnorm(TIGHT * 2, 1.01), "O2")
+    assert c.verdict == "contradicted"
+    assert all("a tie (within 5%)" in e and "95% interval 1.0" in e for e in c.evidence), c.evidence
+
+
+def test_o2_an_interval_across_an_edge_of_the_tie_band_is_inconclusive():
+    # processes at 1.0x and 1.15x of PyTorch's throughput: the interval reaches from inside the band to above it
+    c = claim(_world_with_small_batchnorm([TIGHT[0], [f / 1.15 for f in TIGHT[0]]], 1.0), "O2")
+    assert c.verdict == INCONCLUSIVE and all("across the ±5% tie band" in e for e in c.evidence), c.evidence
+
+
+def test_o2_an_interval_wholly_above_the_band_supports():
+    c = claim(_world_with_small_batchnorm(TIGHT * 2, 2.0), "O2")
+    assert c.verdict == "supported" and "95% interval 2.00–2.00" in c.evidence[0], c.evidence
+    assert TIE_RATIO == 1.05
+
+
+def test_o3_an_interval_across_the_band_makes_its_part_inconclusive():
+    w = paper_world()
+    for (cid, rep), r in list(w.items()):
+        if r.get("op") == "conv2d" and r["params"] == 147712 and r["mode"] != "pynative":
+            del w[(cid, rep)]
+            ms = r["framework"] == "mindspore"
+            blocks = [TIGHT[0], [f / 1.2 for f in TIGHT[0]]] if ms else TIGHT * 2
+            w.update({(x["cell"], x["repeat"]): x for x in timed({**r, "throughput": 1000.0}, blocks)})
+    c = claim(w, "O3")
+    assert c.verdict == INCONCLUSIVE and "largest 95% interval" in c.evidence[0], c.evidence
+
+
+def test_a_block_holds_at_least_min_block_iters_iterations():
+    calls = {"run": 0}
+
+    def run():
+        calls["run"] += 1
+
+    t = operators.blocked_time(run, lambda: None, min_block_s=0.0, min_block_iters=8, min_run_s=0.0, min_blocks=3,
+                               warmup=0)
+    assert t["block_size"] >= 8 and t["blocks"] == 3
+    assert calls["run"] >= 8 * 4   # the sizing block and three timed ones, 8 iterations each at least
+    assert set(operators.SWEEP_TIMING) <= {"min_block_s", "min_block_iters", "min_run_s", "min_blocks", "warmup"}
+
+
+def test_operator_cells_run_the_profiles_claim_repeats():
+    cells = matrix.load().expand("quick", only="operator/*")
+    assert cells and {c.repeats for c in cells} == {2}
+    assert {c.repeats for c in matrix.load().expand("quick", only="operator/*", repeats=1)} == {1}
