@@ -129,9 +129,8 @@ def quotient_interval(num: Sequence[Sample], den: Sequence[Sample] = (),
         for m in medians[len(num):]:
             bottom = bottom * m
         r = top / bottom   # inf / finite = inf, finite / inf = 0, inf / inf = nan (no ratio), x / 0 = inf
-    tail = (1 - level) / 2 * 100
-    lo = float(np.percentile(np.where(np.isnan(r), 0.0, r), tail, method="lower"))
-    hi = float(np.percentile(np.where(np.isnan(r), np.inf, r), 100 - tail, method="higher"))
+    lo = replicate_interval(np.where(np.isnan(r), 0.0, r), level)[0]
+    hi = replicate_interval(np.where(np.isnan(r), np.inf, r), level)[1]
     return lo, _finite(hi)
 
 
@@ -230,8 +229,8 @@ def block_replicates(cell: Repeats) -> np.ndarray | None:
 
 
 def replicate_interval(replicates: np.ndarray | None, level: float = LEVEL) -> tuple[float, float] | None:
-    """The `level` percentile interval of bootstrap replicates, its ends replicates (order statistics, as in
-    quotient_interval); None for none."""
+    """The `level` percentile interval of bootstrap replicates, its ends replicates (order statistics, no
+    interpolation; quotient_interval's ends too); None for none."""
     if replicates is None or not len(replicates):
         return None
     tail = (1 - level) / 2 * 100
