@@ -35,8 +35,9 @@ class Backend(Protocol):
     """A framework back-end. Called in the parent (no framework import there): process_env, launch_argv.
     Called in the child: the rest."""
 
-    def process_env(self, platform: str) -> dict[str, str]:
-        """Environment variables the child starts with (must not import the framework)."""
+    def process_env(self, platform: str, kind: str = "model") -> dict[str, str]:
+        """Environment variables the child of a cell of this kind (harness.cell.Cell.kind) starts with (must not
+        import the framework)."""
 
     def launch_argv(self, n: int, spec_path: str, port: int, log_dir: str, multi_node: dict[str, str]) -> list[str]:
         """The framework's own launcher starting n processes of `python -m harness.child spec_path`."""

@@ -153,3 +153,34 @@ def shard(cells: list[Cell], spec: str | None) -> list[Cell]:
     if not (sep and k.isdigit() and n.isdigit() and 1 <= int(k) <= int(n)):
         raise HarnessError(f"--shard '{spec}' is not K/N with 1 <= K <= N (e.g. --shard 2/8)")
     return cells[int(k) - 1::int(n)]
+
+
+def schedule(cells: list[Cell]) -> list[tuple[Cell, int]]:
+    """The order the runner runs (cell, repeat) in. A cell's repeats follow one another, except an operator
+    configuration's cells (one per framework and mode, which Figure 5 and O1-O3 divide): they take turns, one repeat
+    of each, the order rotating every round, so that whatever the host does over the minutes of a sweep falls on both
+    sides of a ratio alike, and no cell always runs right after the same other (measured: the same PyTorch Linear ran
+    32-34 us an iteration in the processes of one sweep and 46-52 us in those of another; ARTIFACT.md, "Operator
+    timing noise"). The group runs where its first cell stands."""
+    groups: dict[tuple, list[Cell]] = {}
+    for c in cells:
+        if c.kind == "operator":
+            groups.setdefault(_configuration(c), []).append(c)
+    out: list[tuple[Cell, int]] = []
+    for c in cells:
+        if c.kind != "operator":
+            out.extend((c, r) for r in range(c.repeats))
+            continue
+        group = groups.get(_configuration(c))
+        if not group or group[0] is not c:
+            continue
+        for r in range(max(g.repeats for g in group)):
+            turn = group[r % len(group):] + group[:r % len(group)]
+            out.extend((g, r) for g in turn if r < g.repeats)
+    return out
+
+
+def _configuration(cell: Cell) -> tuple:
+    """An operator cell's configuration: what its cells in every framework and mode share."""
+    spec = cell.spec
+    return cell.op, spec.dtype, spec.direction, tuple(sorted(spec.shape.items()))

@@ -72,7 +72,7 @@ def run(matrix: Matrix, profile: str, platform: str, out: Path, *, only: str | N
     write_json_atomic(out / "env.json", env)
     shim = launch.interpreter_bin(out)  # first on every cell's PATH: launchers' workers start as `python`
 
-    todo = [(c, r) for c in cells for r in range(c.repeats)]
+    todo = matrix_mod.schedule(cells)
     for fw in sorted({c.framework for c in cells}):
         why = platforms.missing_framework(fw, platform)
         if why:
@@ -244,7 +244,7 @@ def _run_child(store: RunStore, cell: Cell, repeat: int, platform: str, folders:
     for stale in (child_result, events_path, *cell_dir.glob(f"r{repeat}.rank*")):  # from an interrupted attempt
         stale.unlink(missing_ok=True)
     backend = load_backend(cell.framework)
-    process_env = backend.process_env(platform)
+    process_env = backend.process_env(platform, cell.kind)
     write_json_atomic(spec_path, {"cell": cell.to_dict(), "repeat": repeat, "platform": platform,
                                   "synthetic": synthetic, "data_folder": folders.get(cell.dataset),
                                   "events": str(events_path), "child_result": str(child_result),

@@ -112,3 +112,53 @@ def test_operator_cells_run_the_profiles_claim_repeats():
     cells = matrix.load().expand("quick", only="operator/*")
     assert cells and {c.repeats for c in cells} == {2}
     assert {c.repeats for c in matrix.load().expand("quick", only="operator/*", repeats=1)} == {1}
+
+
+def test_an_operator_configurations_cells_take_turns_and_other_cells_keep_their_repeats_together():
+    m = matrix.load()
+    cells = m.expand("quick", only="operator/linear/*,model/gcn/pytorch/eager/amp-off/*")
+    todo = matrix.schedule(cells)
+    assert sorted((c.id, r) for c, r in todo) == sorted((c.id, r) for c in cells for r in range(c.repeats))
+    model = [i for i, (c, _) in enumerate(todo) if c.kind == "model"]
+    assert len(model) == 2 and model[1] == model[0] + 1, "a model cell's repeats run one after the other"
+    ops = [(c, r) for c, r in todo if c.kind == "operator"]
+    configs = [matrix._configuration(c) for c, _ in ops]
+    for k in set(configs):
+        where = [i for i, x in enumerate(configs) if x == k]
+        assert where == list(range(where[0], where[0] + 6)), "a configuration's 3 cells x 2 repeats run together"
+        turns = [ops[i] for i in where]
+        assert [r for _, r in turns] == [0, 0, 0, 1, 1, 1], "one repeat of each cell, then the next"
+        first, second = [c.id for c, _ in turns[:3]], [c.id for c, _ in turns[3:]]
+        assert sorted(first) == sorted(second) and second == first[1:] + first[:1], "the order rotates"
+
+
+def test_mindspore_operator_cells_on_cpu_run_without_the_host_queue():
+    from harness.frameworks import mindspore as ms_backend
+    from harness.frameworks import pytorch as pt_backend
+
+    assert ms_backend.process_env("cpu", "operator")["MS_DEV_HOST_BLOCKING_RUN"] == "1"
+    for platform, kind in (("cpu", "model"), ("cpu", "passes"), ("ascend", "operator"), ("cuda", "operator")):
+        assert "MS_DEV_HOST_BLOCKING_RUN" not in ms_backend.process_env(platform, kind), (platform, kind)
+    assert "MS_DEV_HOST_BLOCKING_RUN" not in ms_backend.process_env("cpu"), "a model cell by default"
+    assert pt_backend.process_env("cpu", "operator") == pt_backend.process_env("cpu", "model")
+
+
+def test_the_waiting_thread_goes_idle_and_only_that_thread():
+    import os
+    import threading
+
+    from harness.context import CellContext
+    from harness.operators import mindspore as ms_ops
+
+    ctx = CellContext(cell=None, platform="cpu", repeat=0, data_folder=None, synthetic=True)
+    seen = {}
+
+    def worker():   # in a thread of its own: the test process's threads keep their policy
+        ms_ops._waiting_thread_idle(ctx)
+        seen["policy"] = os.sched_getscheduler(0)
+
+    t = threading.Thread(target=worker)
+    t.start()
+    t.join()
+    assert seen["policy"] == os.SCHED_IDLE and ctx.settings["launching_thread"] == "SCHED_IDLE"
+    assert os.sched_getscheduler(0) == os.SCHED_OTHER, "the calling thread only"

@@ -128,7 +128,7 @@ def test_cells_that_cannot_start_fail_with_their_reason_and_the_run_goes_on(tmp_
 
     monkeypatch.setattr(pt_backend, "launch_argv", lambda *a, **k: [str(tmp_path / "no-such-launcher"), "x"])
 
-    def broken_env(platform):
+    def broken_env(platform, kind="model"):
         raise RuntimeError("back-end broke while preparing the cell")
 
     monkeypatch.setattr(ms_backend, "process_env", broken_env)

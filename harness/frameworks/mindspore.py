@@ -16,8 +16,21 @@ MODES = ("graph", "pynative")
 DEVICE_TARGET = {"cpu": "CPU", "cuda": "GPU", "ascend": "Ascend"}
 
 
-def process_env(platform: str) -> dict[str, str]:
+# MindSpore's host pipeline (runtime::AsyncRQueue) hands every launch to queue threads that busy-wait for work, and
+# the caller busy-waits for them (`while (!tasks_queue_->IsEmpty()) {}`). On a CPU host with few cores they take
+# the cores its kernel threads compute on: measured on the 2-core machine (ARTIFACT.md, "Operator timing noise"),
+# the same PYNATIVE Conv2d forward ran 4.1 ms an iteration in one process and 7.5 ms in the next, by whether the
+# queue threads spun or slept. With MS_DEV_HOST_BLOCKING_RUN=1 (read by libmindspore_runtime_pipeline.so: the task
+# runs in the calling thread, no queue) it ran 3.8-5.3 ms in each of 8 processes, and PYNATIVE's other
+# quick-profile operators 1.0-2.6x faster than with the queue. Set for the operator cells, whose blocks time one
+# operator; the models keep the default pipeline (their reference-gap figures were measured with it).
+BLOCKING_RUN = {"MS_DEV_HOST_BLOCKING_RUN": "1"}
+
+
+def process_env(platform: str, kind: str = "model") -> dict[str, str]:
     env = {"GLOG_v": "2"}  # warnings and errors only: MindSpore's INFO logging costs time and disk
+    if platform == "cpu" and kind == "operator":
+        env |= BLOCKING_RUN
     env |= allocator.process_env(NAME)  # its runtime pools device and host memory itself (harness/allocator.py)
     if platform == "cpu" and _platform.machine() in ("x86_64", "AMD64") and _has_avx512():
         # On AVX-512 CPUs MindSpore 2.10's oneDNN picks a reference kernel for 3x3 convolutions that is

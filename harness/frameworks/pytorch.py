@@ -13,7 +13,7 @@ NAME = "pytorch"
 MODES = ("eager", "compile")
 
 
-def process_env(platform: str) -> dict[str, str]:
+def process_env(platform: str, kind: str = "model") -> dict[str, str]:
     # PyTorch's CPU defaults (OpenMP over all cores, oneDNN autodetected ISA) are already its best. Its host-side
     # allocations go through malloc: tcmalloc, else glibc's tunables (harness/allocator.py says why and what was
     # measured).

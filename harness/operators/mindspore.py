@@ -82,4 +82,27 @@ def build(op: str, shape: dict, dtype: str, direction: str, ctx, arrays: dict):
         if ctx.platform != "cpu":
             ms.runtime.synchronize()
 
+    if ctx.platform == "cpu":
+        run()
+        sync()   # GRAPH compiles and the runtime starts its threads on the first call: they keep their priority
+        _waiting_thread_idle(ctx)
     return run, sync
+
+
+def _waiting_thread_idle(ctx) -> None:
+    """The calling thread to SCHED_IDLE (this thread only; Linux scheduling policy is per thread). MindSpore computes
+    a CPU kernel on its own threads (ActorThread_0 and KernelThread_0 on the 2-core machine), and the thread that
+    launched it waits for them in ThreadPool::ParallelLaunch by calling sched_yield in a loop (perf record on the
+    2-core machine: about a third of all samples were that thread in sched_yield). On a host with as many cores as
+    compute threads, that waiting thread takes a core's turn from a computing one, by chance more or
+    less in each process. PyTorch has no such thread (its launching thread is one of its OpenMP compute threads).
+    As SCHED_IDLE the waiting thread runs only on a core that would otherwise idle, so both frameworks compute on
+    every core; what it does between kernels (PYNATIVE's Python dispatch) still runs and is timed, on cores its
+    compute threads have left. Measured per process (ARTIFACT.md, "Operator timing noise")."""
+    import os
+
+    try:
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+        ctx.settings["launching_thread"] = "SCHED_IDLE"
+    except (AttributeError, OSError) as e:   # not Linux, or a sandbox that forbids it: timed as it is
+        ctx.settings["launching_thread"] = f"default policy ({e})"
