@@ -43,12 +43,10 @@ def worker(cell_json: str) -> int:
     """One cell's operator in this process: build, warm up, size a block, then time one block per line read."""
     from harness import operators
     from harness.cell import Cell
-    from harness.context import CellContext
-    from harness.frameworks import backend as load_backend
+    from harness.inprocess import set_up
 
     cell = Cell.from_dict(json.loads(cell_json))
-    ctx = CellContext(cell=cell, platform="cpu", repeat=0, data_folder=None, synthetic=True)
-    ctx.settings = load_backend(cell.framework).setup(ctx)
+    ctx = set_up(cell, until="backend").ctx   # as the child sets a cell up: CPU, repeat 0, the back-end's setup()
     impl = __import__(f"harness.operators.{cell.framework}", fromlist=["build"])
     shape = dict(cell.spec.shape)
     run, sync = impl.build(cell.op, shape, cell.spec.dtype, cell.spec.direction, ctx,
@@ -133,12 +131,12 @@ def main() -> int:
     a = p.parse_args()
     if a.worker:
         return worker(a.worker)
-    from harness import matrix
+    from harness import cellid, matrix
 
     cells = [c for c in matrix.load().expand("quick", only=a.only) if c.kind == "operator" and c.spec.dtype == "fp32"]
     by_config: dict[tuple, list] = {}
     for c in cells:
-        by_config.setdefault(matrix._configuration(c), []).append(c)
+        by_config.setdefault(cellid.configuration(c.id), []).append(c)
     groups = [g for g in by_config.values() if {"eager", "graph", "pynative"} <= {c.mode for c in g}]
     print(f"before: load average {loadavg()}", flush=True)
     sweeps, walls = [], []

@@ -50,6 +50,15 @@ def operator_id(op: str, framework: str, mode: str, dtype: str, direction: str, 
     return f"operator/{op}/{framework}/{mode}/{dtype}/{direction}/{shape_tag(shape)}"
 
 
+def configuration(cell_id: str) -> tuple[str, str, str, str]:
+    """An operator cell's configuration, what its cells in every framework and mode share: (op, dtype, direction,
+    shape tag)."""
+    c = parse(cell_id)
+    if c.kind != "operator":
+        raise ValueError(f"'{cell_id}' is not an operator cell id")
+    return c.op or "", c.dtype or "", c.direction or "", c.shape or ""
+
+
 def inference_id(net: str, framework: str, mode: str, amp: str, batch: int) -> str:
     return f"inference/{net}/{framework}/{mode}/amp-{amp}/batch{batch}"
 

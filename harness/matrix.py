@@ -165,22 +165,16 @@ def schedule(cells: list[Cell]) -> list[tuple[Cell, int]]:
     groups: dict[tuple, list[Cell]] = {}
     for c in cells:
         if c.kind == "operator":
-            groups.setdefault(_configuration(c), []).append(c)
+            groups.setdefault(cellid.configuration(c.id), []).append(c)
     out: list[tuple[Cell, int]] = []
     for c in cells:
         if c.kind != "operator":
             out.extend((c, r) for r in range(c.repeats))
             continue
-        group = groups.get(_configuration(c))
+        group = groups.get(cellid.configuration(c.id))
         if not group or group[0] is not c:
             continue
         for r in range(max(g.repeats for g in group)):
             turn = group[r % len(group):] + group[:r % len(group)]
             out.extend((g, r) for g in turn if r < g.repeats)
     return out
-
-
-def _configuration(cell: Cell) -> tuple:
-    """An operator cell's configuration: what its cells in every framework and mode share."""
-    spec = cell.spec
-    return cell.op, spec.dtype, spec.direction, tuple(sorted(spec.shape.items()))

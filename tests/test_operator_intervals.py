@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness import matrix, measure, operators
+from harness import cellid, matrix, measure, operators
 from harness.claims import INCONCLUSIVE, TIE_RATIO
 from tests.test_claims import claim, op, paper_world
 
@@ -122,7 +122,7 @@ def test_an_operator_configurations_cells_take_turns_and_other_cells_keep_their_
     model = [i for i, (c, _) in enumerate(todo) if c.kind == "model"]
     assert len(model) == 2 and model[1] == model[0] + 1, "a model cell's repeats run one after the other"
     ops = [(c, r) for c, r in todo if c.kind == "operator"]
-    configs = [matrix._configuration(c) for c, _ in ops]
+    configs = [cellid.configuration(c.id) for c, _ in ops]
     for k in set(configs):
         where = [i for i, x in enumerate(configs) if x == k]
         assert where == list(range(where[0], where[0] + 6)), "a configuration's 3 cells x 2 repeats run together"
