@@ -83,6 +83,11 @@ def paired_timings(result: dict) -> tuple[float, float]:
 
 
 def _paired_here(result: dict) -> tuple[float, float]:
+    import os
+
+    cores = result.get("settings", {}).get("cpu_cores")
+    if cores:  # the cores the cell ran on (harness.operators.cpu_cores), before torch starts its threads
+        os.sched_setaffinity(0, cores)
     import torch
     import torch.utils.benchmark as tb
 
@@ -99,7 +104,8 @@ def _paired_here(result: dict) -> tuple[float, float]:
     ctx = CellContext(cell=cell, platform="cpu", repeat=0, data_folder=None, synthetic=True)
     run, sync = impl.build(result["op"], result["shape"], result["dtype"], result["direction"], ctx,
                            operators.arrays(result["op"], result["shape"], result["seed"]))
-    # Timer defaults to one thread; the harness's cells run with PyTorch's default thread count.
+    # Timer defaults to one thread; the harness's cells run with the thread count recorded in their settings.
+    torch.set_num_threads(result.get("settings", {}).get("threads") or torch.get_num_threads())
     timer = tb.Timer(stmt="run()", globals={"run": run}, num_threads=torch.get_num_threads())
     ours, theirs = [], []
     for _ in range(ROUNDS):

@@ -33,6 +33,8 @@ def main(spec_path: str) -> int:
     with open(spec_path) as f:
         spec = json.load(f)
     cell = Cell.from_dict(spec["cell"])
+    if spec.get("cpu_cores"):  # before any thread starts: the framework's threads and the sampler's inherit it
+        os.sched_setaffinity(0, spec["cpu_cores"])
     backend = load_backend(cell.framework)
     rank, local_rank, world = backend.rank_from_env()
     if world > 1:  # each rank logs to its own file, so a failure shows every rank's tail
@@ -56,6 +58,8 @@ def main(spec_path: str) -> int:
         if scenario is None:
             raise Unsupported(f"no scenario measures '{cell.kind}' cells yet")
         ctx.settings = backend.setup(ctx)
+        if spec.get("cpu_cores"):
+            ctx.settings["cpu_cores"] = sorted(os.sched_getaffinity(0))
         out["settings"] = ctx.settings
         out["versions"] = backend.versions()
         mlperf.log_setup(events, ctx, os.path.join("cells", cell.id, os.path.basename(spec_path)))

@@ -48,6 +48,10 @@ class Backend(Protocol):
     def setup(self, ctx: CellContext) -> dict[str, Any]:
         """Mode, device, seed, threads; returns the settings applied (they go into the result)."""
 
+    def set_threads(self, ctx: CellContext, n: int) -> dict[str, Any]:
+        """The framework's CPU kernels on n threads (called after setup, before anything is built); returns the
+        settings applied (they go into the result)."""
+
     def synchronize(self, ctx: CellContext) -> None:
         """Wait for all queued device work (called before a clock is read)."""
 

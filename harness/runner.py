@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from harness import arith, cellid, envinfo, eventlog, faults, launch, platforms, scenarios, telemetry
+from harness import arith, cellid, envinfo, eventlog, faults, launch, operators, platforms, scenarios, telemetry
 from harness import data as datasets
 from harness import matrix as matrix_mod
 from harness.cell import Cell
@@ -248,7 +248,9 @@ def _run_child(store: RunStore, cell: Cell, repeat: int, platform: str, folders:
     write_json_atomic(spec_path, {"cell": cell.to_dict(), "repeat": repeat, "platform": platform,
                                   "synthetic": synthetic, "data_folder": folders.get(cell.dataset),
                                   "events": str(events_path), "child_result": str(child_result),
-                                  "log": str(log_path), "process_env": process_env})
+                                  "log": str(log_path), "process_env": process_env,
+                                  # an operator cell on CPU: the cores its child confines itself to (issue 29)
+                                  "cpu_cores": operators.cpu_cores(platform, cell.kind)})
     env = {**os.environ, **process_env, "PYTHONUNBUFFERED": "1",
            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
            "PATH": os.pathsep.join(filter(None, [str(shim), os.environ.get("PATH")]))}

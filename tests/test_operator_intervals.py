@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from harness import cellid, matrix, measure, operators
 from harness.claims import INCONCLUSIVE, TIE_RATIO
@@ -143,7 +144,9 @@ def test_mindspore_operator_cells_on_cpu_run_without_the_host_queue():
     assert pt_backend.process_env("cpu", "operator") == pt_backend.process_env("cpu", "model")
 
 
-def test_the_waiting_thread_goes_idle_and_only_that_thread():
+def _waiting_thread_in_a_thread(cores: set[int]) -> tuple[int, dict]:
+    """_waiting_thread_idle called in a thread of its own confined to `cores` (policy and affinity are per thread:
+    the test process's threads keep theirs); that thread's policy afterwards and the settings recorded."""
     import os
     import threading
 
@@ -153,12 +156,54 @@ def test_the_waiting_thread_goes_idle_and_only_that_thread():
     ctx = CellContext(cell=None, platform="cpu", repeat=0, data_folder=None, synthetic=True)
     seen = {}
 
-    def worker():   # in a thread of its own: the test process's threads keep their policy
+    def worker():
+        os.sched_setaffinity(0, cores)
         ms_ops._waiting_thread_idle(ctx)
         seen["policy"] = os.sched_getscheduler(0)
 
     t = threading.Thread(target=worker)
     t.start()
     t.join()
-    assert seen["policy"] == os.SCHED_IDLE and ctx.settings["launching_thread"] == "SCHED_IDLE"
+    return seen["policy"], ctx.settings
+
+
+def test_the_waiting_thread_goes_idle_and_only_that_thread():
+    import os
+
+    cores = sorted(os.sched_getaffinity(0))
+    if len(cores) < 2:
+        pytest.skip("needs a host with two cores: on one core the waiting thread keeps its policy")
+    policy, settings = _waiting_thread_in_a_thread(set(cores[:2]))
+    assert policy == os.SCHED_IDLE and settings["launching_thread"] == "SCHED_IDLE"
     assert os.sched_getscheduler(0) == os.SCHED_OTHER, "the calling thread only"
+
+
+def test_on_one_core_the_waiting_thread_keeps_its_policy():
+    """Confined to one core (the operator cells on CPU) the launching thread computes there: left as it is."""
+    import os
+
+    policy, settings = _waiting_thread_in_a_thread({min(os.sched_getaffinity(0))})
+    assert policy == os.SCHED_OTHER
+    assert settings["launching_thread"].startswith("default policy (one core")
+
+
+def test_operator_cells_on_cpu_are_confined_to_one_core_and_nothing_else_is():
+    import os
+
+    from harness import operators
+
+    assert operators.CPU_CORES == 1
+    assert operators.cpu_cores("cpu", "operator", {5, 3, 9}) == [3], "the first core the runner may use"
+    assert operators.cpu_cores("cpu", "operator") == [min(os.sched_getaffinity(0))]
+    for platform, kind in (("cpu", "model"), ("cpu", "passes"), ("cpu", "inference"), ("cuda", "operator"),
+                           ("ascend", "operator")):
+        assert operators.cpu_cores(platform, kind, {0, 1}) is None, (platform, kind)
+
+
+def test_mindspore_binds_its_threads_within_the_process_affinity():
+    """MindSpore's set_cpu_affinity is given this process's cores on CPU (left to itself it binds to the container's
+    cpuset, undoing an operator cell's one core): the ranges it takes."""
+    from harness.frameworks import mindspore as ms_backend
+
+    assert ms_backend._core_ranges({0}) == ["0-0"]
+    assert ms_backend._core_ranges({5, 0, 1, 2, 7, 8}) == ["0-2", "5-5", "7-8"]

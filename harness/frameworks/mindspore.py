@@ -94,9 +94,14 @@ def setup(ctx) -> dict[str, Any]:
         # CI machine, its runtime threads share a core for seconds at a time and the same Conv2d step takes 12 ms
         # or 50 ms by turns; bound, 12-13 ms every time. (Several ranks on one host would need disjoint core lists:
         # left to msrun's defaults.)
+        # On CPU, the cores this process may run on: left to itself, MindSpore reads the container's cpuset and binds
+        # its main thread to every core there, undoing a narrower affinity such as an operator cell's one core
+        # (harness.operators.CPU_CORES; seen on the 2-core machine: confined to {0}, the main thread ran on {0, 1}
+        # after the first GRAPH call). Elsewhere its own strategy, which places threads near the device.
+        cores = _core_ranges(os.sched_getaffinity(0)) if ctx.platform == "cpu" else None
         try:
-            ms.runtime.set_cpu_affinity(True)
-            settings["cpu_affinity"] = True
+            ms.runtime.set_cpu_affinity(True, cores)
+            settings["cpu_affinity"] = cores or True
         except (RuntimeError, ValueError) as e:  # e.g. a container whose cpuset MindSpore cannot read: run unbound
             settings["cpu_affinity"] = f"not bound: {e}"
     if ctx.world_size > 1:
@@ -110,6 +115,28 @@ def setup(ctx) -> dict[str, Any]:
                                f"{ctx.world_size}")
         settings["distributed"] = f"msrun, data parallel, {ctx.world_size} processes"
     return settings
+
+
+def set_threads(ctx, n: int) -> dict[str, Any]:
+    """Its CPU kernels' thread pool (mindspore.device_context.cpu.op_tuning.threads_num, which may be set once per
+    process). Its runtime keeps an actor thread and a kernel thread beside the caller whatever n is (seen on the
+    2-core machine); on a process confined to one core with n = 1 the kernels ran in the calling thread (the other
+    two used no CPU time)."""
+    import mindspore as ms
+
+    ms.device_context.cpu.op_tuning.threads_num(n)
+    return {"threads": n, "threads_api": "mindspore.device_context.cpu.op_tuning.threads_num"}
+
+
+def _core_ranges(cores) -> list[str]:
+    """{0, 1, 2, 5} -> ["0-2", "5-5"], set_cpu_affinity's format."""
+    out: list[list[int]] = []
+    for c in sorted(cores):
+        if out and c == out[-1][1] + 1:
+            out[-1][1] = c
+        else:
+            out.append([c, c])
+    return [f"{a}-{b}" for a, b in out]
 
 
 def synchronize(ctx) -> None:

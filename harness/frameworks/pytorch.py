@@ -74,6 +74,14 @@ def device(ctx):
     return torch.device(kind) if kind == "cpu" else torch.device(kind, ctx.local_rank)
 
 
+def set_threads(ctx, n: int) -> dict[str, Any]:
+    """Intra-op threads (torch.set_num_threads), as read back."""
+    import torch
+
+    torch.set_num_threads(n)
+    return {"threads": torch.get_num_threads(), "threads_api": "torch.set_num_threads"}
+
+
 def synchronize(ctx) -> None:
     import torch
 

@@ -11,6 +11,7 @@ Linear/Dense with bias; BatchNorm2d in training mode, momentum 0.1 (PyTorch) = 0
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from statistics import median
@@ -85,6 +86,26 @@ def arrays(op: str, s: dict[str, int], seed: int) -> dict[str, np.ndarray]:
 # several processes (the profile's claim_repeats), since per-process state differs more than blocks within one; the
 # quick sweep stays about within issue 29's budget of twice the old sweep (227-233 s against 230 s, measured).
 SWEEP_TIMING = {"min_block_s": 0.1, "min_block_iters": 8, "min_run_s": 0.6, "min_blocks": 5}
+
+
+# On a CPU host an operator cell's process is confined to one core, and both frameworks compute on one thread
+# (issue 29; ARTIFACT.md, "Operator timing noise", item 10). What two threads gain changes with the host: on the 2-core
+# machine PyTorch's Linear fwd 64->512 ran 33-35 us in some processes and 45-53 us in others, MindSpore PYNATIVE's
+# Conv2d fwd 4.3 or 8.0-8.3 ms, by the minute, in both frameworks alike, so a ratio between two such processes moved
+# by up to 38% from sweep to sweep. On one core the same cells kept their time within 2.4% from process to process.
+# It also leaves the runner and the host's other work a core of their own. The figure is then a per-core comparison:
+# each framework's kernels and dispatch on one core, the way torch.utils.benchmark.Timer times (one thread by
+# default); the models, the passes and the inference cells keep every core.
+CPU_CORES = 1
+
+
+def cpu_cores(platform: str, kind: str, available: set[int] | None = None) -> list[int] | None:
+    """The cores an operator cell's process is confined to on a CPU host: the first CPU_CORES of those the runner may
+    run on (`available`, default: this process's affinity). None for other kinds and platforms: no confinement."""
+    if platform != "cpu" or kind != "operator":
+        return None
+    cores = sorted(os.sched_getaffinity(0) if available is None else available)
+    return cores[:CPU_CORES]
 
 
 def blocked_time(run: Callable[[], Any], sync: Callable[[], None], *, min_block_s: float = 0.05,

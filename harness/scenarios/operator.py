@@ -5,6 +5,7 @@ every block kept (the ratio's interval resamples the repeats and their blocks: h
 from __future__ import annotations
 
 import importlib
+import os
 import subprocess
 from typing import Any
 
@@ -33,6 +34,8 @@ def run(ctx, backend, events) -> dict[str, Any]:
     cell = ctx.cell
     shape = dict(cell.spec.shape)  # a plain dict: the result stores it as JSON
     dtype, direction = cell.spec.dtype, cell.spec.direction
+    if ctx.platform == "cpu":  # one compute thread per core the runner gave it (harness.operators.CPU_CORES)
+        ctx.settings.update(backend.set_threads(ctx, len(os.sched_getaffinity(0))))
     impl = importlib.import_module(f"harness.operators.{cell.framework}")
     run_once, sync = impl.build(cell.op, shape, dtype, direction, ctx,
                                 operators.arrays(cell.op, shape, cell.seed))

@@ -17,25 +17,13 @@ from harness.errors import Unsupported
 from harness.eventlog import END, RUN_START, RUN_STOP, START, SUCCESS
 
 
-def _apply_threads(ctx, n: int) -> dict[str, Any]:
-    if ctx.cell.framework == "pytorch":
-        import torch
-
-        torch.set_num_threads(n)
-        return {"threads": torch.get_num_threads(), "threads_api": "torch.set_num_threads"}
-    import mindspore as ms
-
-    ms.device_context.cpu.op_tuning.threads_num(n)
-    return {"threads": n, "threads_api": "mindspore.device_context.cpu.op_tuning.threads_num"}
-
-
 def run(ctx, backend, events) -> dict[str, Any]:
     cell, spec = ctx.cell, ctx.cell.spec
     if ctx.platform != "cpu" and spec.threads != "all":
         raise Unsupported("the CPU threads axis is measured on CPU hosts only (S4's CPU set-up)")
     batch = int(spec.batch)  # the model's hparams hold it too (companion_matrix.py), as they do an epoch count
     n = passes.threads(spec.threads)
-    ctx.settings.update(_apply_threads(ctx, n))
+    ctx.settings.update(backend.set_threads(ctx, n))
     data = datasets.for_context(ctx)
     package, model = passes.model_parts(cell.model, cell.framework)  # Unsupported for a model without passes (GCN)
     workload = model.build(ctx, data)
