@@ -63,6 +63,8 @@ def run(matrix: Matrix, profile: str, platform: str, out: Path, *, only: str | N
                            f"use fewer shards")
     check_out(out)
     n_devices = platforms.require(platform)
+    if any(c.kind == "operator" for c in cells):
+        operators.cpu_cores(platform, "operator")  # a bad HARNESS_OPERATOR_CORES refuses the run before it starts
     store = RunStore(out)
     fake = _synthetic_datasets(cells, synthetic)
     folders = _prepare_data([c for c in cells if c.dataset not in fake], data_dir, allow_download)

@@ -200,6 +200,20 @@ def test_operator_cells_on_cpu_are_confined_to_one_core_and_nothing_else_is():
         assert operators.cpu_cores(platform, kind, {0, 1}) is None, (platform, kind)
 
 
+def test_the_operator_cores_can_be_changed_for_a_run(monkeypatch):
+    from harness import operators
+    from harness.errors import HarnessError
+
+    monkeypatch.setenv("HARNESS_OPERATOR_CORES", "2")
+    assert operators.cpu_cores("cpu", "operator", {4, 2, 8}) == [2, 4]
+    monkeypatch.setenv("HARNESS_OPERATOR_CORES", "all")
+    assert operators.cpu_cores("cpu", "operator", {4, 2, 8}) is None, "every core: not confined"
+    for bad in ("0", "two", "-1"):
+        monkeypatch.setenv("HARNESS_OPERATOR_CORES", bad)
+        with pytest.raises(HarnessError, match=f"HARNESS_OPERATOR_CORES={bad} is not a number of cores"):
+            operators.cpu_cores("cpu", "operator", {0, 1})
+
+
 def test_mindspore_binds_its_threads_within_the_process_affinity():
     """MindSpore's set_cpu_affinity is given this process's cores on CPU (left to itself it binds to the container's
     cpuset, undoing an operator cell's one core): the ranges it takes."""
@@ -207,3 +221,20 @@ def test_mindspore_binds_its_threads_within_the_process_affinity():
 
     assert ms_backend._core_ranges({0}) == ["0-0"]
     assert ms_backend._core_ranges({5, 0, 1, 2, 7, 8}) == ["0-2", "5-5", "7-8"]
+
+
+def test_a_bad_operator_core_count_refuses_the_run_in_one_line(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    env = {**os.environ, "PYTHONPATH": str(REPO), "HARNESS_OPERATOR_CORES": "two"}
+    p = subprocess.run([sys.executable, "-m", "harness", "run", "--platform", "cpu", "--out", tmp_path / "o",
+                        "--synthetic", "--only", "operator/linear/*"], capture_output=True, text=True, env=env,
+                       cwd=tmp_path, timeout=300)
+    assert p.returncode == 2 and "Traceback" not in p.stderr
+    assert p.stderr.strip() == ("error: HARNESS_OPERATOR_CORES=two is not a number of cores; give one of "
+                                f"1-{len(os.sched_getaffinity(0))}, or 'all'")
+    assert not (tmp_path / "o").exists(), "refused before the run folder is made"

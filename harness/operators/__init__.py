@@ -95,17 +95,27 @@ SWEEP_TIMING = {"min_block_s": 0.1, "min_block_iters": 8, "min_run_s": 0.6, "min
 # by up to 38% from sweep to sweep. On one core the same cells kept their time within 2.4% from process to process.
 # It also leaves the runner and the host's other work a core of their own. The figure is then a per-core comparison:
 # each framework's kernels and dispatch on one core, the way torch.utils.benchmark.Timer times (one thread by
-# default); the models, the passes and the inference cells keep every core.
+# default); the models, the passes and the inference cells keep every core. HARNESS_OPERATOR_CORES=N (or `all`)
+# changes it for a run: on a host whose cores keep their speed, a comparison on all of them.
 CPU_CORES = 1
 
 
 def cpu_cores(platform: str, kind: str, available: set[int] | None = None) -> list[int] | None:
-    """The cores an operator cell's process is confined to on a CPU host: the first CPU_CORES of those the runner may
-    run on (`available`, default: this process's affinity). None for other kinds and platforms: no confinement."""
+    """The cores an operator cell's process is confined to on a CPU host: the first CPU_CORES (or
+    $HARNESS_OPERATOR_CORES: a number, or `all`) of those the runner may run on (`available`, default: this process's
+    affinity). None for other kinds and platforms, and for `all`: no confinement."""
     if platform != "cpu" or kind != "operator":
         return None
     cores = sorted(os.sched_getaffinity(0) if available is None else available)
-    return cores[:CPU_CORES]
+    wanted = os.environ.get("HARNESS_OPERATOR_CORES", "").strip() or str(CPU_CORES)
+    if wanted == "all":
+        return None
+    if not wanted.isdigit() or int(wanted) < 1:
+        from harness.errors import HarnessError
+
+        raise HarnessError(f"HARNESS_OPERATOR_CORES={wanted} is not a number of cores; give one of 1-{len(cores)}, "
+                           "or 'all'")
+    return cores[:int(wanted)]
 
 
 def blocked_time(run: Callable[[], Any], sync: Callable[[], None], *, min_block_s: float = 0.05,

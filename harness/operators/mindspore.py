@@ -90,15 +90,15 @@ def build(op: str, shape: dict, dtype: str, direction: str, ctx, arrays: dict):
 
 
 def _waiting_thread_idle(ctx) -> None:
-    """On a process with several cores, the calling thread to SCHED_IDLE (this thread only; Linux scheduling policy
-    is per thread). MindSpore computes a CPU kernel on its own threads (ActorThread_0 and KernelThread_0 on the 2-core machine), and the thread that
-    launched it waits for them in ThreadPool::ParallelLaunch by calling sched_yield in a loop (perf record on the
-    2-core machine: about a third of all samples were that thread in sched_yield). On a host with as many cores as
-    compute threads, that waiting thread takes a core's turn from a computing one, by chance more or
-    less in each process. PyTorch has no such thread (its launching thread is one of its OpenMP compute threads).
-    As SCHED_IDLE the waiting thread runs only on a core that would otherwise idle, so both frameworks compute on
-    every core; what it does between kernels (PYNATIVE's Python dispatch) still runs and is timed, on cores its
-    compute threads have left. Measured per process (ARTIFACT.md, "Operator timing noise").
+    """On a process with several cores, the calling thread to SCHED_IDLE (this thread only; Linux scheduling policy is
+    per thread). MindSpore computes a CPU kernel on its own threads (ActorThread_0 and KernelThread_0 on the 2-core
+    machine), and the thread that launched it waits for them in ThreadPool::ParallelLaunch by calling sched_yield in
+    a loop (perf record on the 2-core machine: about a third of all samples were that thread in sched_yield). On a
+    host with as many cores as compute threads, that waiting thread takes a core's turn from a computing one, by
+    chance more or less in each process. PyTorch has no such thread (its launching thread is one of its OpenMP
+    compute threads). As SCHED_IDLE the waiting thread runs only on a core that would otherwise idle, so both
+    frameworks compute on every core; what it does between kernels (PYNATIVE's Python dispatch) still runs and is
+    timed, on cores its compute threads have left. Measured per process (ARTIFACT.md, "Operator timing noise").
 
     Not on a process confined to one core (harness.operators.CPU_CORES): there the launching thread shares its core
     with the compute threads and, idle, waited for them in turns. On one core, PYNATIVE's Dense fwd 512->512 ran
