@@ -190,8 +190,6 @@ def test_on_one_core_the_waiting_thread_keeps_its_policy():
 def test_operator_cells_on_cpu_are_confined_to_one_core_and_nothing_else_is():
     import os
 
-    from harness import operators
-
     assert operators.CPU_CORES == 1
     assert operators.cpu_cores("cpu", "operator", {5, 3, 9}) == [3], "the first core the runner may use"
     assert operators.cpu_cores("cpu", "operator") == [min(os.sched_getaffinity(0))]
@@ -201,7 +199,6 @@ def test_operator_cells_on_cpu_are_confined_to_one_core_and_nothing_else_is():
 
 
 def test_the_operator_cores_can_be_changed_for_a_run(monkeypatch):
-    from harness import operators
     from harness.errors import HarnessError
 
     monkeypatch.setenv("HARNESS_OPERATOR_CORES", "2")

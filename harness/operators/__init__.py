@@ -19,6 +19,8 @@ from typing import Any
 
 import numpy as np
 
+from harness.errors import HarnessError
+
 BN_EPS = 1e-5
 BN_MOMENTUM_PT = 0.1   # PyTorch's convention; MindSpore's momentum is 1 - this
 # The operators implemented, with the keys of their shapes (a matrix sweep names every one).
@@ -111,8 +113,6 @@ def cpu_cores(platform: str, kind: str, available: set[int] | None = None) -> li
     if wanted == "all":
         return None
     if not wanted.isdigit() or int(wanted) < 1:
-        from harness.errors import HarnessError
-
         raise HarnessError(f"HARNESS_OPERATOR_CORES={wanted} is not a number of cores; give one of 1-{len(cores)}, "
                            "or 'all'")
     return cores[:int(wanted)]
