@@ -29,6 +29,17 @@ PREFERENCE: dict[str, tuple[str, ...]] = {
     "pytorch": ("tcmalloc", "glibc-tuned"),
     "mindspore": ("system",),
 }
+# Operator cells on a CPU host: MindSpore gets tcmalloc too, the allocator PyTorch's cells have. Under glibc its
+# processes differ by where their buffers land, not by anything in the operator: the same oneDNN primitive
+# (Conv2d backward_data, gemm:jit, batch 16, 16->64) took 4.8 ms a call in some fresh processes and 7.2-9.1 ms in
+# others, each steady inside; with the layout fixed (PYTHONHASHSEED set, address randomisation off) the processes
+# agreed. Under tcmalloc they agree too (benchmarks/operator_layout.py, 3 processes of each of MindSpore's 24
+# quick-profile operator cells: a CV of 0.1-4.0% against glibc's 0.2-7.1%, 0.2-11.0% in a first pass). The cost:
+# Conv2d fwd+bwd 16->64 runs at glibc's slow layout's time (13-26% behind its fast one); 12 cells ran >2% faster.
+# Measured: ARTIFACT.md (*Operator timing noise*, item 11). The models keep MindSpore's glibc (above).
+OPERATOR_CPU_PREFERENCE: dict[str, tuple[str, ...]] = {
+    "mindspore": ("tcmalloc", "jemalloc", "system"),
+}
 # jemalloc's defaults return any allocation over 8 MiB (oversize_threshold) to the kernel when freed (measured:
 # ResNet50 at batch 16 ran at 0.74 of the plain loop). PyTorch's launcher sets this configuration whenever it
 # preloads jemalloc, and so does HARNESS_ALLOCATOR=jemalloc; a MALLOC_CONF of the user's wins.
@@ -53,14 +64,22 @@ def find_library(name: str) -> str | None:
     return None
 
 
-def choose(framework: str, requested: str | None = None) -> tuple[str, dict[str, str]]:
-    """(allocator name, environment variables) for a cell of `framework` on this host."""
+def preference(framework: str, platform: str = "cpu", kind: str = "model") -> tuple[str, ...]:
+    """The allocators `auto` tries, in order, for a `kind` cell of `framework` on `platform`."""
+    if platform == "cpu" and kind == "operator" and framework in OPERATOR_CPU_PREFERENCE:
+        return OPERATOR_CPU_PREFERENCE[framework]
+    return PREFERENCE.get(framework, ("system",))
+
+
+def choose(framework: str, requested: str | None = None, *, platform: str = "cpu",
+           kind: str = "model") -> tuple[str, dict[str, str]]:
+    """(allocator name, environment variables) for a `kind` cell of `framework` on `platform`, on this host."""
     from harness.errors import HarnessError
 
     requested = requested or os.environ.get("HARNESS_ALLOCATOR") or "auto"
     if requested not in CHOICES:
         raise HarnessError(f"HARNESS_ALLOCATOR={requested} is not an allocator; choose one of {', '.join(CHOICES)}")
-    names = PREFERENCE.get(framework, ("system",)) if requested == "auto" else (requested,)
+    names = preference(framework, platform, kind) if requested == "auto" else (requested,)
     for name in names:
         if name == "system":
             return name, {}
@@ -79,10 +98,10 @@ def choose(framework: str, requested: str | None = None) -> tuple[str, dict[str,
     return "system", {}
 
 
-def process_env(framework: str) -> dict[str, str]:
+def process_env(framework: str, platform: str = "cpu", kind: str = "model") -> dict[str, str]:
     """The variables to add to a cell's process: the allocator's, and HARNESS_ALLOCATOR_USED naming it (the
     results and the report's settings table show it)."""
-    name, env = choose(framework)
+    name, env = choose(framework, platform=platform, kind=kind)
     return {**env, "HARNESS_ALLOCATOR_USED": name}
 
 

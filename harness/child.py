@@ -75,7 +75,20 @@ def main(spec_path: str) -> int:
     if out.get("status") == "ok":
         out.update(_telemetry(recording, events_path, out, cell, t_events0, framework_peak, framework_why))
     write_json_atomic(rank_path(spec["child_result"], rank, world), out)
+    if world == 1:
+        leave_now(0)
     return 0
+
+
+def leave_now(rc: int) -> None:
+    """Exit without the interpreter's and the framework's teardown, once the result is written and the event log
+    closed: it measures nothing and took 0.4 s a process with either framework (`import mindspore` or `import torch`
+    and a normal exit: 1.47-1.53 s on one core of the 2-core machine; with os._exit: 1.05-1.09 s), a sixth of an
+    operator cell's process. One process only: the ranks of a launched cell leave through their launcher's
+    shutdown. Whatever the cell started (compile workers, say) the runner ends with the cell's process group."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(rc)
 
 
 def _telemetry(recording, events_path, out, cell, t_events0, framework_peak, framework_why) -> dict:

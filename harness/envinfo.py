@@ -136,7 +136,9 @@ def capture(probe_frameworks: bool = True) -> dict[str, Any]:
         "python": {"version": platform.python_version(), "executable": sys.executable},
         # The memory allocators this host can preload and the one each framework's cells get (harness/allocator.py).
         "allocators": {"available": allocator.available(),
-                       "per_framework": {fw: allocator.choose(fw)[0] for fw in allocator.PREFERENCE}},
+                       "per_framework": {fw: allocator.choose(fw)[0] for fw in allocator.PREFERENCE},
+                       "operator_cells_on_cpu": {fw: allocator.choose(fw, platform="cpu", kind="operator")[0]
+                                                 for fw in allocator.PREFERENCE}},
         "packages": _versions(),
         "nvidia": _nvidia(),
         "ascend": _ascend(),

@@ -29,6 +29,21 @@ def test_auto_takes_the_first_allocator_the_host_has(libs):
     assert allocator.choose("mindspore")[0] == allocator.PREFERENCE["mindspore"][0]
 
 
+def test_operator_cells_on_cpu_give_mindspore_the_allocator_pytorchs_cells_have(libs):
+    """Under glibc MindSpore's operator processes differ by their buffers' layout (ARTIFACT.md, item 11): its
+    operator cells on a CPU host take tcmalloc, else jemalloc; its model cells and other platforms keep glibc."""
+    assert allocator.choose("mindspore", kind="operator") == ("system", {})  # neither library installed
+    (libs / "libjemalloc.so.2").write_bytes(b"")
+    name, env = allocator.choose("mindspore", kind="operator")
+    assert name == "jemalloc" and env["MALLOC_CONF"] == allocator.JEMALLOC_CONF
+    (libs / "libtcmalloc_minimal.so.4").write_bytes(b"")
+    tcmalloc = ("tcmalloc", {"LD_PRELOAD": str(libs / "libtcmalloc_minimal.so.4")})
+    assert allocator.choose("mindspore", kind="operator") == tcmalloc == allocator.choose("pytorch", kind="operator")
+    assert allocator.choose("mindspore") == ("system", {})  # a model cell
+    assert allocator.choose("mindspore", platform="cuda", kind="operator") == ("system", {})
+    assert allocator.choose("mindspore", "glibc-tuned", kind="operator")[0] == "glibc-tuned"  # by name, as ever
+
+
 def test_jemalloc_keeps_large_buffers_as_pytorchs_launcher_configures_it(libs, monkeypatch):
     """jemalloc's defaults hand every free of over 8 MiB back to the kernel (measured: ResNet50 at 0.74 of the plain
     loop); PyTorch's launcher sets MALLOC_CONF whenever it preloads jemalloc: the same string, read from the wheel."""
@@ -72,6 +87,8 @@ def test_backends_give_their_cells_the_allocator(libs, monkeypatch):
     assert pytorch.process_env("cpu")["HARNESS_ALLOCATOR_USED"] == "tcmalloc"
     assert pytorch.process_env("cuda")["LD_PRELOAD"] == str(libs / "libtcmalloc_minimal.so.4")
     assert mindspore.process_env("cpu")["HARNESS_ALLOCATOR_USED"] == allocator.PREFERENCE["mindspore"][0]
+    assert mindspore.process_env("cpu", "operator")["LD_PRELOAD"] == str(libs / "libtcmalloc_minimal.so.4")
+    assert "LD_PRELOAD" not in mindspore.process_env("cuda", "operator")
 
 
 @pytest.mark.parametrize("name", ["jemalloc", "tcmalloc"])
@@ -84,3 +101,12 @@ def test_the_preload_is_in_the_child_process(name, monkeypatch):
     maps = subprocess.run([sys.executable, "-c", "print(open('/proc/self/maps').read())"], env=env,
                           capture_output=True, text=True, check=True).stdout
     assert allocator.LIBRARIES[name][0].split(".so")[0] in maps
+
+
+def test_env_json_names_the_allocator_of_model_and_of_operator_cells(libs):
+    from harness import envinfo
+
+    (libs / "libtcmalloc_minimal.so.4").write_bytes(b"")
+    got = envinfo.capture(probe_frameworks=False)["allocators"]
+    assert got["per_framework"] == {"pytorch": "tcmalloc", "mindspore": "system"}
+    assert got["operator_cells_on_cpu"] == {"pytorch": "tcmalloc", "mindspore": "tcmalloc"}

@@ -4,7 +4,7 @@ import json
 import os
 import time
 
-from harness import operators
+from harness import allocator, operators
 from tests.conftest import harness
 
 
@@ -60,6 +60,11 @@ def test_one_configuration_in_both_frameworks_through_the_runner(tmp_path):
         ms = r["framework"] == "mindspore"
         assert (r["process_env"].get("MS_DEV_HOST_BLOCKING_RUN") == "1") is ms, r["process_env"]
         assert r["settings"].get("launching_thread", "").startswith("default policy (one core") is ms, r["settings"]
+        # both frameworks' operator processes under the same allocator: tcmalloc where the host has it (MindSpore's
+        # model cells keep glibc's), so that no process draws a buffer layout the other did not
+        used = r["process_env"]["HARNESS_ALLOCATOR_USED"]
+        assert used == allocator.choose(r["framework"], kind="operator")[0]
+        assert used == "tcmalloc" or not allocator.find_library("tcmalloc"), r["process_env"]
     # one process per cell and repeat, the configuration's three cells taking turns (harness.matrix.schedule)
     order = [(r["framework"], r["mode"], r["repeat"]) for r in sorted(results, key=lambda r: r["started_at"])]
     assert [rep for *_, rep in order] == [0, 0, 0, 1, 1, 1] and order[0][:2] != order[3][:2], order

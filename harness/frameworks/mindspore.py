@@ -31,7 +31,8 @@ def process_env(platform: str, kind: str = "model") -> dict[str, str]:
     env = {"GLOG_v": "2"}  # warnings and errors only: MindSpore's INFO logging costs time and disk
     if platform == "cpu" and kind == "operator":
         env |= BLOCKING_RUN
-    env |= allocator.process_env(NAME)  # its runtime pools device and host memory itself (harness/allocator.py)
+    # its runtime pools device and host memory itself; its operator cells on CPU get tcmalloc (harness/allocator.py)
+    env |= allocator.process_env(NAME, platform, kind)
     if platform == "cpu" and _platform.machine() in ("x86_64", "AMD64") and _has_avx512():
         # On AVX-512 CPUs MindSpore 2.10's oneDNN picks a reference kernel for 3x3 convolutions that is
         # ~100x slower; capping the ISA at AVX2 gives the fast JIT kernels (seen on the CI machine).

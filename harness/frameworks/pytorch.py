@@ -17,7 +17,7 @@ def process_env(platform: str, kind: str = "model") -> dict[str, str]:
     # PyTorch's CPU defaults (OpenMP over all cores, oneDNN autodetected ISA) are already its best. Its host-side
     # allocations go through malloc: tcmalloc, else glibc's tunables (harness/allocator.py says why and what was
     # measured).
-    return allocator.process_env(NAME)
+    return allocator.process_env(NAME, platform, kind)
 
 
 DIST_BACKEND = {"cpu": "gloo", "cuda": "nccl", "ascend": "hccl"}

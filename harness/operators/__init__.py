@@ -85,9 +85,12 @@ def arrays(op: str, s: dict[str, int], seed: int) -> dict[str, np.ndarray]:
 # noise"): MindSpore queues its calls, so a block of one iteration pays the whole launch-to-sync latency (PYNATIVE
 # Conv2d fwd+bwd: 172 ms an iteration synchronised each time, 41-48 ms queued): a block holds at least
 # min_block_iters iterations as well as min_block_s, so that the latency is spread over many. Each cell runs in
-# several processes (the profile's claim_repeats), since per-process state differs more than blocks within one; the
-# quick sweep stays about within issue 29's budget of twice the old sweep (227-233 s against 230 s, measured).
-SWEEP_TIMING = {"min_block_s": 0.1, "min_block_iters": 8, "min_run_s": 0.6, "min_blocks": 5}
+# several processes (the profile's claim_repeats), since per-process state differs more than blocks within one. At
+# least 8 blocks and 0.9 s a process: a ratio's interval resamples each process's blocks for their median, and with 5
+# blocks its ends were about the fastest and the slowest block (MindSpore PYNATIVE's Conv2d fwd 16->64 alternates
+# between blocks by 4-8%: 3 of 24 ratios had a half-width over 5% in some sweep; with 8 blocks none, measured:
+# ARTIFACT.md, "Operator timing noise", item 11). The quick sweep took 200-202 s (issue 29's budget: 230 s).
+SWEEP_TIMING = {"min_block_s": 0.1, "min_block_iters": 8, "min_run_s": 0.9, "min_blocks": 8}
 
 
 # On a CPU host an operator cell's process is confined to one core, and both frameworks compute on one thread

@@ -1,0 +1,140 @@
+"""Does an operator's time depend on where its buffers land? (issue 29; ARTIFACT.md, "Operator timing noise", item 11)
+
+For each quick-profile operator cell of the chosen frameworks (default: MindSpore's), --processes fresh processes per
+allocator, interleaved (a, b, c, a, b, c, ...), each set up as the runner sets up the cell on a CPU host: confined to
+the operator's cores (harness.operators.cpu_cores), the back-end's process environment for an operator cell with
+HARNESS_ALLOCATOR set to that allocator, its `setup` and `set_threads`, the operator's `build`, and
+harness.operators.blocked_time with SWEEP_TIMING. It prints each process's median time per allocator with their CV
+(how far the processes disagree), then per allocator the range of those CVs and how its median process compares with
+the first allocator's (faster or slower by more than 2%, or within 2%).
+
+    python benchmarks/operator_layout.py [--processes 3] [--allocators system,tcmalloc,jemalloc]
+                                         [--frameworks mindspore] [--only 'operator/*']
+
+Timings: run it with nothing else on the host; it prints the load average before and after.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import fnmatch
+import importlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from statistics import median
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from benchmarks import loadavg  # noqa: E402
+
+
+def probe(cell_json: str) -> None:
+    """One cell's operator timed in this process, set up as the child sets it up; prints its median and IQR."""
+    from harness import operators
+    from harness.cell import Cell
+    from harness.inprocess import set_up
+
+    cell = Cell.from_dict(json.loads(cell_json))
+    cores = operators.cpu_cores("cpu", cell.kind)
+    if cores:  # before any thread starts, as harness/child.py
+        os.sched_setaffinity(0, cores)
+    setup = set_up(cell, until="backend")
+    setup.backend.set_threads(setup.ctx, len(os.sched_getaffinity(0)))
+    impl = importlib.import_module(f"harness.operators.{cell.framework}")
+    shape = dict(cell.spec.shape)
+    run, sync = impl.build(cell.op, shape, cell.spec.dtype, cell.spec.direction, setup.ctx,
+                           operators.arrays(cell.op, shape, cell.seed))
+    t = operators.blocked_time(run, sync, **operators.SWEEP_TIMING)
+    print(json.dumps({"median_s": t["median_s"], "iqr_s": t["iqr_s"]}), flush=True)
+    os._exit(0)  # the framework's teardown measures nothing (harness/child.py leave_now)
+
+
+@contextlib.contextmanager
+def allocator_requested(name: str):
+    before = os.environ.get("HARNESS_ALLOCATOR")
+    os.environ["HARNESS_ALLOCATOR"] = name
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("HARNESS_ALLOCATOR", None)
+        else:
+            os.environ["HARNESS_ALLOCATOR"] = before
+
+
+def run_probe(cell, allocator: str) -> float:
+    from harness.frameworks import backend as load_backend
+
+    with allocator_requested(allocator):
+        process_env = load_backend(cell.framework).process_env("cpu", cell.kind)
+    env = {**os.environ, **process_env,
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    out = subprocess.run([sys.executable, __file__, "--probe", json.dumps(cell.to_dict())], cwd=REPO, env=env,
+                         capture_output=True, text=True, timeout=900)
+    if out.returncode != 0:
+        raise SystemExit(f"{cell.id} under {allocator}: the probe failed: {out.stderr.strip()[-400:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])["median_s"]
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--processes", type=int, default=3)
+    p.add_argument("--allocators", default="system,tcmalloc,jemalloc")
+    p.add_argument("--frameworks", default="mindspore")
+    p.add_argument("--only", default="operator/*")
+    p.add_argument("--probe", help=argparse.SUPPRESS)
+    a = p.parse_args()
+    if a.probe:
+        probe(a.probe)
+        return 0
+    from harness import allocator, matrix
+    from harness.errors import HarnessError
+
+    names = a.allocators.split(",")
+    try:
+        for name in names:
+            allocator.choose("pytorch", name)  # an allocator this host cannot preload: one line, before any probe
+    except HarnessError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    frameworks = set(a.frameworks.split(","))
+    cells = [c for c in matrix.load().expand("quick") if c.kind == "operator" and c.framework in frameworks
+             and c.spec.dtype == "fp32" and fnmatch.fnmatch(c.id, a.only)]
+    print(f"before: load average {loadavg()}", flush=True)
+    medians: dict[str, dict[str, list[float]]] = {}
+    for cell in cells:
+        got = medians[cell.id] = {name: [] for name in names}
+        for _ in range(a.processes):
+            for name in names:
+                got[name].append(run_probe(cell, name))
+        print(f"{cell.id.removeprefix('operator/')[:72]:72s} " + " | ".join(
+            f"{name} " + " ".join(f"{x * 1e6:7.0f}" for x in got[name]) + f" (CV {100 * cv(got[name]):4.1f}%)"
+            for name in names), flush=True)
+    print(f"after: load average {loadavg()}\n")
+    first = names[0]
+    for name in names:
+        cvs = [cv(m[name]) for m in medians.values()]
+        line = f"{name}: CV of the per-process medians {100 * min(cvs):.1f}-{100 * max(cvs):.1f}% over {len(cvs)} cells"
+        if name != first:
+            change = [median(m[name]) / median(m[first]) - 1 for m in medians.values()]
+            line += (f"; median process against {first}'s: {sum(c < -0.02 for c in change)} faster by more than 2%, "
+                     f"{sum(abs(c) <= 0.02 for c in change)} within 2%, {sum(c > 0.02 for c in change)} slower "
+                     f"(from {100 * min(change):+.1f}% to {100 * max(change):+.1f}%)")
+        print(line)
+    print("(µs per iteration, each process's median block; processes of one cell interleaved across allocators)")
+    return 0
+
+
+def cv(values: list[float]) -> float:
+    return float(np.std(values) / np.mean(values))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
