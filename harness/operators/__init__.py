@@ -88,8 +88,8 @@ def arrays(op: str, s: dict[str, int], seed: int) -> dict[str, np.ndarray]:
 # several processes (the profile's claim_repeats), since per-process state differs more than blocks within one. At
 # least 8 blocks and 0.9 s a process: a ratio's interval resamples each process's blocks for their median, and with 5
 # blocks its ends were about the fastest and the slowest block (MindSpore PYNATIVE's Conv2d fwd 16->64 alternates
-# between blocks by 4-8%: 3 of 24 ratios had a half-width over 5% in some sweep; with 8 blocks 0 and 1 in two runs, measured:
-# ARTIFACT.md, "Operator timing noise", item 11). The quick sweep took 199-203 s (issue 29's budget: 230 s).
+# between blocks by 4-8%): 3 of 24 ratios had a half-width over 5% in some sweep; with 8 blocks 0, then 1, in two
+# runs (measured: ARTIFACT.md, "Operator timing noise", item 11). The quick sweep took 199-203 s (budget: 230 s).
 SWEEP_TIMING = {"min_block_s": 0.1, "min_block_iters": 8, "min_run_s": 0.9, "min_blocks": 8}
 
 
