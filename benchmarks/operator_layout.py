@@ -3,8 +3,8 @@
 For each quick-profile operator cell of the chosen frameworks (default: MindSpore's), --processes fresh processes per
 allocator, interleaved (a, b, c, a, b, c, ...), each set up as the runner sets up the cell on a CPU host: confined to
 the operator's cores (harness.operators.cpu_cores), the back-end's process environment for an operator cell with
-HARNESS_ALLOCATOR set to that allocator, its `setup` and `set_threads`, the operator's `build`, and
-harness.operators.blocked_time with SWEEP_TIMING. It prints each process's median time per allocator with their CV
+HARNESS_ALLOCATOR set to that allocator, its `setup`, and the operator scenario that times the cell
+(harness/scenarios/operator.py). It prints each process's median time per allocator with their CV
 (how far the processes disagree), then per allocator the range of those CVs and how its median process compares with
 the first allocator's (faster or slower by more than 2%, or within 2%).
 
@@ -17,56 +17,41 @@ Timings: run it with nothing else on the host; it prints the load average before
 from __future__ import annotations
 
 import argparse
-import contextlib
 import fnmatch
-import importlib
 import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from statistics import median
-
-import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from benchmarks import loadavg  # noqa: E402
+from benchmarks import allocator_requested, cv, loadavg  # noqa: E402
 
 
 def probe(cell_json: str) -> None:
-    """One cell's operator timed in this process, set up as the child sets it up; prints its median and IQR."""
-    from harness import operators
+    """One cell's operator timed in this process as the child times it (its cores, the back-end's setup, the operator
+    scenario itself); prints its median and IQR."""
+    from harness import eventlog, operators
     from harness.cell import Cell
+    from harness.child import leave_now
     from harness.inprocess import set_up
+    from harness.scenarios import operator
 
     cell = Cell.from_dict(json.loads(cell_json))
     cores = operators.cpu_cores("cpu", cell.kind)
     if cores:  # before any thread starts, as harness/child.py
         os.sched_setaffinity(0, cores)
     setup = set_up(cell, until="backend")
-    setup.backend.set_threads(setup.ctx, len(os.sched_getaffinity(0)))
-    impl = importlib.import_module(f"harness.operators.{cell.framework}")
-    shape = dict(cell.spec.shape)
-    run, sync = impl.build(cell.op, shape, cell.spec.dtype, cell.spec.direction, setup.ctx,
-                           operators.arrays(cell.op, shape, cell.seed))
-    t = operators.blocked_time(run, sync, **operators.SWEEP_TIMING)
+    with tempfile.TemporaryDirectory() as tmp:
+        events = eventlog.EventLog(Path(tmp) / "probe.mllog")
+        t = operator.run(setup.ctx, setup.backend, events)
+        events.close()
     print(json.dumps({"median_s": t["median_s"], "iqr_s": t["iqr_s"]}), flush=True)
-    os._exit(0)  # the framework's teardown measures nothing (harness/child.py leave_now)
-
-
-@contextlib.contextmanager
-def allocator_requested(name: str):
-    before = os.environ.get("HARNESS_ALLOCATOR")
-    os.environ["HARNESS_ALLOCATOR"] = name
-    try:
-        yield
-    finally:
-        if before is None:
-            os.environ.pop("HARNESS_ALLOCATOR", None)
-        else:
-            os.environ["HARNESS_ALLOCATOR"] = before
+    leave_now(0)  # as the child: the framework's teardown measures nothing
 
 
 def run_probe(cell, allocator: str) -> float:
@@ -130,10 +115,6 @@ def main() -> int:
         print(line)
     print("(µs per iteration, each process's median block; processes of one cell interleaved across allocators)")
     return 0
-
-
-def cv(values: list[float]) -> float:
-    return float(np.std(values) / np.mean(values))
 
 
 if __name__ == "__main__":

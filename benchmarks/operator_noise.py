@@ -19,6 +19,7 @@ Timings: run it with nothing else on the host; it prints the load average before
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import subprocess
@@ -32,7 +33,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from benchmarks import loadavg  # noqa: E402
+from benchmarks import allocator_requested, loadavg  # noqa: E402
 
 # Quick-profile configurations: the smallest Linear (launch-bound), the larger Conv2d forward+backward, the larger
 # BatchNorm2d forward (memory-bound), and the smaller of each of the others.
@@ -104,15 +105,11 @@ def probe(framework: str, mode: str, variant: str, config: str) -> dict:
 def run_probe(framework: str, mode: str, variant: str, config: str) -> dict:
     from harness.frameworks import backend as load_backend
 
-    base = dict(os.environ)
-    if variant == "glibc":   # the process environment as the back-end gives it, with glibc's allocator
-        os.environ["HARNESS_ALLOCATOR"] = "system"
-    try:
-        env = {**base, **load_backend(framework).process_env("cpu"),
-               "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), base.get("PYTHONPATH")]))}
-    finally:
-        os.environ.clear()
-        os.environ.update(base)
+    # the process environment as the back-end gives it; for the glibc variant, with glibc's allocator
+    with allocator_requested("system") if variant == "glibc" else contextlib.nullcontext():
+        process_env = load_backend(framework).process_env("cpu")
+    env = {**os.environ, **process_env,
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
     out = subprocess.run([sys.executable, __file__, "--probe", json.dumps([framework, mode, variant, config])],
                          cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
     if out.returncode != 0:

@@ -23,12 +23,12 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from statistics import mean, median, pstdev
+from statistics import median
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from benchmarks import loadavg  # noqa: E402
+from benchmarks import cv, loadavg  # noqa: E402
 
 
 def sweep(out: Path, only: str) -> float:
@@ -112,10 +112,6 @@ def _paired_here(result: dict) -> tuple[float, float]:
         ours.append(operators.blocked_time(run, sync, **operators.SWEEP_TIMING)["median_s"])
         theirs.append(timer.blocked_autorange(min_run_time=1.0).median)
     return median(ours), median(theirs)
-
-
-def cv(values: list[float]) -> float:
-    return pstdev(values) / mean(values)
 
 
 def main() -> int:
