@@ -134,9 +134,14 @@ def collect(runs: list[Path]) -> dict[str, Any]:
     profiles = sorted({h["meta"].get("profile") for h in hosts if h["meta"].get("profile")})
     claims = {h["label"]: claim_rules.evaluate(results.get(h["label"], []), platform=h["meta"].get("platform"),
                                                profile=h["meta"].get("profile")) for h in hosts}
+    # What holds for every claim of a host (platform, profile, intervals, versions...): said once above its claims,
+    # each claim's row keeping only its own caveats.
+    run_caveats = {h["label"]: claim_rules.run_caveats(results.get(h["label"], []), platform=h["meta"].get("platform"),
+                                                       profile=h["meta"].get("profile"), claims=claims[h["label"]])
+                   for h in hosts}
     return {"hosts": hosts, "rows": rows, "problems": problems, "op_ratios": operator_ratios(index),
             "table1": table1(rows, hosts, index), "settings": settings_summary(rows),
-            "claims": claims,
+            "claims": claims, "run_caveats": run_caveats,
             # Whether any ratio has an interval (repeats): the pages then say how it is made and what it decides.
             "intervals": any(p.interval is not None for cs in claims.values() for c in cs for p in c.parts),
             "time_to_target": {h["label"]: claim_rules.time_to_target_table(results.get(h["label"], []),

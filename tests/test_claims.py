@@ -356,12 +356,16 @@ def test_platforms_are_never_mixed():
         claims.evaluate(cpu + npu)
     by = claims.evaluate_by_platform(cpu + npu, profile="quick")
     assert set(by) == {"ascend", "cpu"}
-    c_npu, c_cpu = by["ascend"][0], by["cpu"][0]
-    assert not any("not on the Ascend" in x for x in c_npu.caveats)
-    assert any("measured on cpu, not on the Ascend 910" in x for x in c_cpu.caveats)
-    assert any("quick profile" in x for x in c_cpu.caveats)
+    c_npu = by["ascend"][0]
+    run_npu = claims.run_caveats(cpu + npu, platform="ascend", profile="quick")
+    run_cpu = claims.run_caveats(cpu + npu, platform="cpu", profile="quick")
+    assert not any("not on the Ascend" in x for x in run_npu)
+    assert any("measured on cpu, not on the Ascend 910" in x for x in run_cpu)
+    assert any("quick profile" in x for x in run_cpu)
+    # said once for the platform, not again under each claim
+    assert not any("not on the Ascend" in x or "quick profile" in x for c in by["cpu"] for x in c.caveats)
     assert claims.evaluate(cpu + npu, platform="ascend")[0].cells == c_npu.cells
-    target = claims.evaluate(cpu, profile="target")[0].caveats
+    target = claims.run_caveats(cpu, profile="target")
     assert any("target profile" in x and "stopping at its target" in x for x in target)
     assert not any("quick profile" in x for x in target)
 
@@ -371,8 +375,26 @@ def test_synthetic_data_and_versions_are_caveats_not_verdicts():
     setf(w, cid("resnet50", "pytorch", "eager"), synthetic=True, dataset="cifar10", versions={"torch": "2.1"})
     c = claim(w, "C1")
     assert c.verdict == "supported"
-    assert any("synthetic data for ResNet50 (cifar10)" in x for x in c.caveats)
-    assert any("torch 2.1; the paper used PyTorch 1.8.1" in x for x in c.caveats)
+    assert any("synthetic data for ResNet50 (cifar10)" in x for x in c.caveats)        # C1's own: it used ResNet50
+    assert not any("synthetic" in x for x in claim(w, "O1").caveats)
+    run = claims.run_caveats(list(w.values()))                                         # the versions: the run's
+    assert any("torch 2.1; the paper used PyTorch 1.8.1" in x for x in run)
+    assert not any("framework versions" in x for x in c.caveats)
+    setf(w, cid("gcn", "pytorch", "eager"), versions={"torch": "2.2"})
+    assert any("framework versions torch 2.1 and 2.2; the paper" in x for x in claims.run_caveats(list(w.values())))
+
+
+def test_one_repeat_is_said_once_where_every_claim_has_it_else_under_the_claims_that_do():
+    w = paper_world()
+    assert any("one repeat per cell: no spread" in x for x in claims.run_caveats(list(w.values())))
+    assert not any("one repeat" in x for c in claims.evaluate(list(w.values())) for x in c.caveats)
+    # the model claims with 3 repeats a cell, the operator claims with one
+    mixed = {k: v for k, v in _repeated(w).items() if v["kind"] != "operator"}
+    mixed |= {k: v for k, v in w.items() if v["kind"] == "operator"}
+    assert not any("one repeat" in x for x in claims.run_caveats(list(mixed.values())))
+    by = {c.id: c for c in claims.evaluate(list(mixed.values()))}
+    assert {cid_ for cid_, c in by.items() if any("one repeat per cell: no spread" in x for x in c.caveats)} == {
+        "O1", "O2", "O3"}
 
 
 def test_time_to_target_table():
@@ -479,7 +501,13 @@ def test_rules_on_a_real_quick_run_follow_its_numbers():
     assert {k: c.verdict for k, c in out.items()} == expected
     for c in out.values():
         assert c.verdict in claims.VERDICTS and c.reason
-        assert any("measured on cpu" in x for x in c.caveats) and any("quick profile" in x for x in c.caveats)
+        assert not any("measured on cpu" in x or "quick profile" in x or "one repeat per cell" in x
+                       for x in c.caveats)
+    run = claims.run_caveats(results, profile="quick", claims=list(out.values()))
+    assert run == claims.run_caveats(results, profile="quick")
+    assert [x.split(":")[0].split(";")[0] for x in run] == [
+        "measured on cpu, not on the Ascend 910 NPUs of the paper", "quick profile", "one repeat per cell",
+        "framework versions mindspore 2.10.0, torch 2.13.0+cpu"]
     assert any("synthetic data for ResNet50 (cifar10)" in x for x in out["C1"].caveats)
     table = {r["model"]: r for r in claims.time_to_target_table(results)}
     gcn_pt = next(r for r in results if r["cell"] == cid("gcn", "pytorch", "eager"))["time_to_target_s"]
@@ -529,8 +557,10 @@ def test_with_repeats_every_ratio_carries_an_interval_and_a_clear_one_keeps_its_
         assert c.verdict == "supported", c.reason
         assert all(p.interval is not None and p.interval[0] <= p.interval[1] for p in c.parts)
         assert all("95% interval" in e for e in c.evidence)
-        assert any("percentile bootstrap" in x for x in c.caveats)
+        assert not any("percentile bootstrap" in x or "one repeat" in x for x in c.caveats)
         assert all("interval" in p for p in c.to_dict()["parts"])
+    run = claims.run_caveats(list(w.values()))
+    assert sum("percentile bootstrap" in x for x in run) == 1 and not any("one repeat" in x for x in run)
     rows = claims.time_to_target_table(list(w.values()))
     assert all(lo <= r["ratio"] <= hi for r in rows for lo, hi in [r["ratio_interval"]])
 

@@ -173,6 +173,56 @@ def test_one_host_or_the_same_versions_need_no_note(tmp_path):
     assert pinned["hosts"][1].endswith("; this host ran 2.12.0+cpu instead")
 
 
+def _claims_section(html: str) -> str:
+    return unescape(html[html.index('<h2 id="claims">'):html.index('<h2 id="table1">')])
+
+
+def _claim_row(section: str, cid: str) -> str:
+    start = section.index(f"<tr><td><strong>{cid}</strong>")
+    return section[start:section.index("</tr>", start)]
+
+
+def test_each_run_wide_caveat_is_said_once_and_a_claims_own_under_it(tmp_path):
+    """The quick fixture on a CPU host: what holds for every claim (platform, profile, one repeat, versions) is said
+    once above the claims, in report.html and report.tex; a claim's own caveat (C1's synthetic ResNet50) in its row."""
+    quick = json.loads(FIXTURE.read_text())
+    run = _write_run(tmp_path / "run", "cpu", {"hostname": "ci", "packages": {"torch": "2.13.0+cpu"}}, quick)
+    data = report.collect([run])
+    run_wide, found = data["run_caveats"]["cpu"], data["claims"]["cpu"]
+    assert len(found) > 5 and [x.split(":")[0].split(";")[0] for x in run_wide] == [
+        "measured on cpu, not on the Ascend 910 NPUs of the paper", "quick profile", "one repeat per cell",
+        "framework versions mindspore 2.10.0, torch 2.13.0+cpu"]
+    report.render([run])
+    html = unescape((run / "report" / "report.html").read_text())
+    tex = (run / "report" / "report.tex").read_text()
+    for caveat in run_wide:
+        assert html.count(caveat) == 1, caveat
+        assert tex.count(report.latex_escape(caveat)) == 1, caveat
+        assert not any(caveat in x for c in found for x in c.caveats)
+    assert html.index("For every claim on cpu:") < html.index("<strong>C1</strong>")
+    own = "synthetic data for ResNet50 (cifar10): throughput is comparable, accuracy and time to target are not"
+    c1 = next(c for c in found if c.id == "C1")
+    assert own in c1.caveats
+    assert f'<div class="caveat">{own}</div>' in _claim_row(_claims_section(html), "C1")
+    with_it = [c.id for c in found if own in c.caveats]
+    assert html.count(own) == len(with_it) and "O1" not in with_it  # each claim that used ResNet50, no other
+    c1_tex = next(line for line in tex.splitlines() if line.startswith("C1 & "))
+    assert "Caveats: " + report.latex_escape(own) in c1_tex
+
+
+def test_two_hosts_have_their_run_wide_caveats_once_each(two_hosts):
+    out, html, data = two_hosts
+    section = _claims_section(html)
+    tex = (out / "tables" / "claims.tex").read_text()
+    for host in ("cpu", "cuda"):
+        assert section.count(f"For every claim on {host}:") == 1
+        assert section.count(f"measured on {host}, not on the Ascend 910 NPUs of the paper") == 1
+        assert tex.count(f"For every claim on {host}: measured on {host}, not on the Ascend 910") == 1
+    quick = next(x for x in data["run_caveats"]["cpu"] if x.startswith("quick profile"))
+    assert section.count(quick) == 2 and tex.count(report.latex_escape(quick)) == 2  # once per host
+    assert not any(x in c.caveats for cs in data["claims"].values() for c in cs for x in data["run_caveats"]["cpu"])
+
+
 @pytest.mark.parametrize("platform", sorted(platforms.PYTORCH_PINS))
 def test_the_pinned_pytorch_is_the_one_the_lock_and_the_dockerfile_pin(platform):
     version, _ = platforms.PYTORCH_PINS[platform]

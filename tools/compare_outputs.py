@@ -14,9 +14,11 @@ Cases (each a run folder rendered with `report.render`, and the claims evaluated
                   reached their target (time_to_target_s null), some failed, and made-up companion cells
                   (LSTM/GoogLeNet training, inference, passes): the cases where the ways of combining repeats
                   can differ
-Per case: claims.json (every claim's fields), time_to_target.json, companion.json (the companion section's rows),
-figures.json (what the figures are drawn from: each row's curve and medians, the operator ratios), report.html
-(figures' SVG included), report.tex and tables/*.tex. PDFs are not written out (they carry dates).
+Per case: claims.json ({"claims": every claim's fields with its own caveats, "run_caveats": those said once for
+them all; a harness from before run_caveats writes no such key and every caveat under each claim}),
+time_to_target.json, companion.json (the companion section's rows), figures.json (what the figures are drawn from:
+each row's curve and medians, the operator ratios), report.html (figures' SVG included), report.tex and tables/*.tex.
+PDFs are not written out (they carry dates).
 """
 
 from __future__ import annotations
@@ -140,7 +142,10 @@ def render_case(name: str, results: list[dict], out: Path, work: Path) -> None:
     dest.mkdir(parents=True)
     meta = {"platform": "cpu", "profile": "quick"}
     found = claims.evaluate(results, **meta)
-    (dest / "claims.json").write_text(json.dumps([c.to_dict() for c in found], indent=1, sort_keys=True))
+    out = {"claims": [c.to_dict() for c in found]}
+    if hasattr(claims, "run_caveats"):  # a harness before it (--at) kept every caveat under each claim
+        out["run_caveats"] = claims.run_caveats(results, **meta, claims=found)
+    (dest / "claims.json").write_text(json.dumps(out, indent=1, sort_keys=True))
     (dest / "time_to_target.json").write_text(json.dumps(claims.time_to_target_table(results, platform="cpu"),
                                                          indent=1, sort_keys=True))
     report.render([run], work / f"{name}-report")

@@ -21,14 +21,19 @@ Verdicts (VERDICTS):
   not measured  no part of the claim could be evaluated; `reason` names the cells that are missing,
                 failed, skipped or timed out.
 A claim whose measured parts all agree but some parts were not measured is `supported`, with the
-unmeasured parts in `reason` and `caveats`.
+unmeasured parts in `reason` and its `caveats`.
 
 Fair settings (the paper's defaults, PyTorch 1.8.1 had no torch.compile): PyTorch eager vs MindSpore GRAPH,
 AMP off, 1 device, unless a claim is about another mode or AMP level. Operators: MindSpore GRAPH (PYNATIVE
 only where GRAPH was not measured, said in the evidence) against PyTorch eager, same op/shape/dtype/direction.
 
-The verdict does not depend on the platform, profile, data or number of repeats; those go into `caveats`:
-a contradiction measured on a CPU says something about CPUs, not about the Ascend 910 the paper used.
+The verdict does not depend on the platform, profile, data or number of repeats; those are caveats:
+a contradiction measured on a CPU says something about CPUs, not about the Ascend 910 the paper used. One function
+(`_caveats`) builds them, in two places so that each is said once: what holds for the whole platform's run
+(`run_caveats`: the platform and the framework versions against the paper's, the profile, how the intervals are
+made, one repeat per cell where every claim has it) and what is a claim's own (`Claim.caveats`: synthetic data for
+the models it used, medians over partial repeats of its cells, only k of n comparisons measured, C5's device counts,
+one repeat per cell where only some claims have it).
 """
 
 from __future__ import annotations
@@ -70,7 +75,7 @@ from harness.measure import LEVEL, RESAMPLES, Repeats, ratio_interval, summarise
 
 __all__ = ["CONTRADICTS", "INCONCLUSIVE", "MARKED_FIRST_EPOCH", "NOT_MEASURED", "SUPPORTS", "TIE_RATIO", "TITLES",
            "VERDICTS", "Claim", "OpRatio", "Part", "Repeats", "evaluate", "evaluate_by_platform", "paired_ratios",
-           "platforms", "summarise", "time_to_target_table"]
+           "platforms", "run_caveats", "summarise", "time_to_target_table"]
 
 RULES = {**models.RULES, **operators.RULES}
 
@@ -97,69 +102,101 @@ def _verdict(parts: list[Part]) -> tuple[str, str]:
     return verdict, reason
 
 
-def _caveats(index: dict[str, Repeats], cells: list[str], parts: list[Part], platform: str | None,
-             profile: str | None) -> list[str]:
-    out = []
+def _caveats(index: dict[str, Repeats], used: dict[str, tuple[list[str], list[Part]]], platform: str | None,
+             profile: str | None) -> tuple[list[str], dict[str, list[str]]]:
+    """The one place the caveats are built, from every claim's cells and parts (`used`, by claim id): those that
+    hold for the whole platform's run (stated once: `run_caveats`), and each claim's own (`Claim.caveats`)."""
+    run = []
     if platform and platform != PAPER_PLATFORM:
-        out.append(f"measured on {platform}, not on the Ascend 910 NPUs of the paper: the verdict says how the "
+        run.append(f"measured on {platform}, not on the Ascend 910 NPUs of the paper: the verdict says how the "
                    f"frameworks compare on {platform}, not whether the paper's Ascend result holds")
     if profile == "quick":
-        out.append("quick profile: small data slices, few epochs and few operator configurations")
+        run.append("quick profile: small data slices, few epochs and few operator configurations")
     if profile == "target":
-        out.append("target profile: models sized to reach their targets on a 2-core CPU (the GRU smaller than the "
+        run.append("target profile: models sized to reach their targets on a 2-core CPU (the GRU smaller than the "
                    "paper's, its source reversed), each cell stopping at its target")
-    used = [index[c] for c in dict.fromkeys(cells) if c in index]
-    synthetic = sorted({f"{_mname(s.first.get('model') or '')} ({s.first.get('dataset')})" for s in used
-                        if any(r.get("synthetic") for r in s.ok)})
-    if synthetic:
-        out.append(f"synthetic data for {', '.join(synthetic)}: throughput is comparable, accuracy and time to "
-                   f"target are not")
-    if used and min(len(s.ok) for s in used) == 1:
-        out.append(f"one repeat per cell: no spread; the ±{TIE_RATIO - 1:.0%} tie margin is the only allowance "
-                   f"for noise")
-    if any(p.interval is not None for p in parts):
-        out.append(f"{LEVEL:.0%} intervals of the ratios: percentile bootstrap over each cell's repeats "
+    cells_of = {cid: [index[c] for c in dict.fromkeys(cells) if c in index] for cid, (cells, _) in used.items()}
+    one_repeat = {cid for cid, cs in cells_of.items() if cs and min(len(s.ok) for s in cs) == 1}
+    no_spread = (f"one repeat per cell: no spread; the ±{TIE_RATIO - 1:.0%} tie margin is the only allowance for "
+                 f"noise")
+    # Said once where it holds for every claim that used a cell; otherwise under the claims it holds for.
+    everywhere = bool(one_repeat) and one_repeat == {cid for cid, cs in cells_of.items() if cs}
+    if everywhere:
+        run.append(no_spread)
+    if any(p.interval is not None for _, parts in used.values() for p in parts):
+        run.append(f"{LEVEL:.0%} intervals of the ratios: percentile bootstrap over each cell's repeats "
                    f"({RESAMPLES} resamples, fixed seed); an interval across an edge of the ±{TIE_RATIO - 1:.0%} tie "
                    f"band is inconclusive")
-    partial = [f"{s.cell} ({len(s.ok)} of {len(s.ok) + len(s.not_ok)} repeats ok)" for s in used if s.not_ok]
-    if partial:
-        out.append("medians over the ok repeats only: " + ", ".join(partial))
-    versions = {}
-    for s in used:
+    versions: dict[str, list[str]] = {}
+    for s in {s.cell: s for cs in cells_of.values() for s in cs}.values():
         for k, v in (s.first.get("versions") or {}).items():
-            if k in ("torch", "mindspore") and v:
-                versions[k] = v
+            if k in ("torch", "mindspore") and v and v not in versions.setdefault(k, []):
+                versions[k].append(v)
     if versions:
-        out.append(f"framework versions {', '.join(f'{k} {v}' for k, v in sorted(versions.items()))}; the paper "
-                   f"used PyTorch {PAPER_VERSIONS['pytorch']} and MindSpore {PAPER_VERSIONS['mindspore']}")
-    missing = [p for p in parts if p.outcome == NOT_MEASURED]
-    if missing and len(missing) < len(parts):
-        out.append(f"only {len(parts) - len(missing)} of {len(parts)} comparisons measured")
-    return out
+        seen = ", ".join(f"{k} {' and '.join(sorted(v))}" for k, v in sorted(versions.items()))
+        run.append(f"framework versions {seen}; the paper used PyTorch {PAPER_VERSIONS['pytorch']} and MindSpore "
+                   f"{PAPER_VERSIONS['mindspore']}")
+    own = {}
+    for cid, (cells, parts) in used.items():
+        out = own[cid] = []
+        synthetic = sorted({f"{_mname(s.first.get('model') or '')} ({s.first.get('dataset')})" for s in cells_of[cid]
+                            if any(r.get("synthetic") for r in s.ok)})
+        if synthetic:
+            out.append(f"synthetic data for {', '.join(synthetic)}: throughput is comparable, accuracy and time to "
+                       f"target are not")
+        if cid in one_repeat and not everywhere:
+            out.append(no_spread)
+        partial = [f"{s.cell} ({len(s.ok)} of {len(s.ok) + len(s.not_ok)} repeats ok)" for s in cells_of[cid]
+                   if s.not_ok]
+        if partial:
+            out.append("medians over the ok repeats only: " + ", ".join(partial))
+        missing = [p for p in parts if p.outcome == NOT_MEASURED]
+        if missing and len(missing) < len(parts):
+            out.append(f"only {len(parts) - len(missing)} of {len(parts)} comparisons measured")
+        if cid == "C5":
+            counts = sorted({c.devices for c in map(_parsed, cells) if c is not None})
+            if counts and counts[-1] < PAPER_MAX_DEVICES:
+                out.append(f"device counts measured: {', '.join(map(str, counts))} (paper: up to "
+                           f"{PAPER_MAX_DEVICES})")
+    return run, own
+
+
+def _used(parts: list[Part]) -> list[str]:
+    return list(dict.fromkeys(c for p in parts for c in p.cells))
 
 
 def evaluate(results: Iterable[dict[str, Any]], *, platform: str | None = None,
              profile: str | None = None) -> list[Claim]:
     """Every claim's verdict from one platform's results (ValueError if they span several and none is named).
-    `profile` ("quick"/"full"), where known, only adds a caveat."""
+    `profile` ("quick"/"full"), where known, only adds a caveat (to `run_caveats`). Each claim's `caveats` are its
+    own; those that hold for the whole run are `run_caveats`'s, to be said once beside the claims."""
     chosen, platform = _select(list(results), platform)
     index = summarise(chosen)
+    measured = {cid: rule(index) for cid, rule in RULES.items()}
+    _, own = _caveats(index, {cid: (_used(parts), parts) for cid, parts in measured.items()}, platform, profile)
     claims = []
-    for cid, rule in RULES.items():
-        parts = rule(index)
+    for cid, parts in measured.items():
         verdict, reason = _verdict(parts)
-        cells = list(dict.fromkeys(c for p in parts for c in p.cells))
+        cells = _used(parts)
         title, paper = TITLES[cid]
-        caveats = _caveats(index, cells, parts, platform, profile)
-        if cid == "C5":
-            counts = sorted({c.devices for c in map(_parsed, cells) if c is not None})
-            if counts and counts[-1] < PAPER_MAX_DEVICES:
-                caveats.append(f"device counts measured: {', '.join(map(str, counts))} (paper: up to "
-                               f"{PAPER_MAX_DEVICES})")
         claims.append(Claim(cid, title, paper, verdict, reason,
                             evidence=[p.detail for p in parts if p.outcome != NOT_MEASURED],
-                            cells=cells, caveats=caveats, parts=parts))
+                            cells=cells, caveats=own[cid], parts=parts))
     return claims
+
+
+def run_caveats(results: Iterable[dict[str, Any]], *, platform: str | None = None, profile: str | None = None,
+                claims: list[Claim] | None = None) -> list[str]:
+    """The caveats that hold for every claim of one platform's results, to be stated once beside them (the claims'
+    own are in `Claim.caveats`): the platform against the paper's, the profile, one repeat per cell where that holds
+    for every claim that used a cell, how the intervals are made where there are any, the framework versions
+    against the paper's. `claims`: `evaluate`'s for the same results, where already at hand (else evaluated)."""
+    chosen, platform = _select(list(results), platform)
+    index = summarise(chosen)
+    measured = ({c.id: c.parts for c in claims} if claims is not None
+                else {cid: rule(index) for cid, rule in RULES.items()})
+    run, _ = _caveats(index, {cid: (_used(parts), parts) for cid, parts in measured.items()}, platform, profile)
+    return run
 
 
 def evaluate_by_platform(results: Iterable[dict[str, Any]], *, profile: str | None = None) -> dict[str, list[Claim]]:

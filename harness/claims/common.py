@@ -43,7 +43,7 @@ class Claim:
     reason: str             # why this verdict; for `not measured`, which cells are missing or not ok
     evidence: list[str] = field(default_factory=list)   # measured numbers, one line per comparison
     cells: list[str] = field(default_factory=list)      # ids of the cells whose results were used
-    caveats: list[str] = field(default_factory=list)
+    caveats: list[str] = field(default_factory=list)    # its own; the run's: harness.claims.run_caveats
     parts: list[Part] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
