@@ -43,7 +43,10 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--resume", action="store_true", help="keep cells already ok, run the rest")
     r.add_argument("--repeats", type=int, metavar="N",
                    help="N repeats of every cell (default: the profile's `repeats`, and its `claim_repeats` for the "
-                        "model cells the claims C1-C4 compare); with --resume only the repeats not yet ok run")
+                        "cells the claims compare); with --resume only the repeats not yet ok run")
+    r.add_argument("--max-repeats", type=int, metavar="M",
+                   help="cap of the sequential repeats: a comparison not yet settled gets one more repeat of its cells "
+                        "at a time, up to M (default: the profile's `max_repeats`; harness/sequential.py)")
     r.add_argument("--matrix", type=Path, help="another matrix file (default: harness/matrix.toml)")
     r.add_argument("--shard", metavar="K/N", help="run only the K-th of N deterministic slices of the profile's cells "
                                                   "(round robin over the cell list), into its own --out; `report` "
@@ -74,6 +77,12 @@ def _parser() -> argparse.ArgumentParser:
     chk = sub.add_parser("check-logs", help="MLPerf's compliance checker on every model cell's event log of a run")
     chk.add_argument("run", type=Path, metavar="DIR")
 
+    dc = sub.add_parser("docs", help="the numbers of the committed runs (docs/runs) in ARTIFACT.md and README.md")
+    how = dc.add_mutually_exclusive_group()
+    how.add_argument("--check", action="store_true", help="exit 2 naming every rendered block that is not current")
+    how.add_argument("--write", action="store_true", help="rewrite the blocks that are not current, in place")
+    dc.add_argument("--repo", type=Path, metavar="DIR", help="the checkout whose docs to render (default: this one)")
+
     res = sub.add_parser("results", help="the results of a run folder")
     res.add_argument("run", type=Path, metavar="DIR")
     res.add_argument("--json", action="store_true", help="a JSON list, one object per cell and repeat")
@@ -99,7 +108,8 @@ def _run(args) -> int:
     try:
         return runner.run(m, args.profile, args.platform, args.out, only=args.only, data_dir=args.data_dir,
                           synthetic=args.synthetic, resume=args.resume, allow_download=args.download,
-                          shard=args.shard, repeats=args.repeats, log=lambda s: print(s, file=sys.stderr, flush=True))
+                          shard=args.shard, repeats=args.repeats, max_repeats=args.max_repeats,
+                          log=lambda s: print(s, file=sys.stderr, flush=True))
     except OSError as e:
         if faults.storage(e, args.out):  # a full disk, a read-only or vanished run folder: one line, then --resume
             raise faults.run_folder(e, args.out) from None
@@ -192,5 +202,24 @@ def _report(args) -> int:
     return 0
 
 
+def _docs(args) -> int:
+    from harness import docs
+
+    repo = args.repo or docs.REPO
+    if args.check:
+        stale = docs.check(repo)
+        for label in stale:
+            print(f"error: {label} is stale (not what docs/runs renders); run `{docs.FIX}`", file=sys.stderr)
+        return 2 if stale else 0
+    if args.write:
+        for label in docs.write(repo):
+            print(f"rewrote {label}")
+        return 0
+    runs = docs.load_runs(repo, docs.BLOCKS)
+    for block in docs.BLOCKS:
+        print(f"<!-- rendered:{block.name} --> ({block.file})\n{docs.content(block, runs)}")
+    return 0
+
+
 COMMANDS = {"run": _run, "list": _list, "env": _env, "models": _models, "results": _results, "report": _report,
-            "preflight-step": _preflight_step, "check-logs": _check_logs}
+            "preflight-step": _preflight_step, "check-logs": _check_logs, "docs": _docs}

@@ -1,0 +1,226 @@
+"""The Markdown of the docs' rendered blocks (harness.docs), made from committed run folders only: their results
+(r<k>.json), run.json and env.json. Nothing of the host that renders them is read, so the same folders always give
+the same text.
+
+    Run.load(path)      a run folder: meta (run.json), env (env.json), results
+    duration(seconds)   "42 s", "12 min 34 s", "1 h 01 min 13 s": every time the docs show
+    checklist_times, workflow_times, kick_the_tires, expected_cpu, readme_times: (runs) -> Markdown
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from harness import claims as claim_rules
+from harness.errors import HarnessError
+from harness.measure import LEVEL, interval_text
+from harness.store import RunStore
+
+PATH_FLAGS = {"--out": "DIR"}          # argv flags whose path value is shown as a placeholder
+DROPPED_FLAGS = ("--data-dir", "--matrix")   # argv flags whose path value (and the flag) is left out
+TOP_CELLS = 3
+
+
+@dataclass
+class Run:
+    name: str                   # the folder's name under docs/runs
+    path: Path
+    meta: dict[str, Any]
+    env: dict[str, Any]
+    results: list[dict[str, Any]]
+
+    @classmethod
+    def load(cls, path: Path) -> Run:
+        store = RunStore(path)
+        store.require_run()
+        return cls(path.name, path, store.read_meta(), store.read_env(), store.results())
+
+    @property
+    def profile(self) -> str:
+        return self.meta["profile"]
+
+    @property
+    def invocations(self) -> list[dict[str, Any]]:
+        return [i for i in self.meta.get("invocations") or [] if isinstance(i, dict)]
+
+    def command(self) -> str:
+        """reproduce.sh's command line where the invocation recorded it, else `python -m harness` with argv's paths
+        left out (--out as DIR)."""
+        first = self.invocations[0] if self.invocations else {}
+        if first.get("command"):
+            return str(first["command"])
+        args, out, skip = list(first.get("argv") or [])[1:], [], False
+        for a in args:
+            flag = a.split("=", 1)[0]
+            if skip:
+                skip = False
+            elif flag in PATH_FLAGS:
+                out += [flag, PATH_FLAGS[flag]]
+                skip = "=" not in a
+            elif flag in DROPPED_FLAGS:
+                skip = "=" not in a
+            elif not a.startswith("/"):
+                out.append(a)
+        return shlex.join(["python", "-m", "harness", *out])
+
+    def wall_s(self) -> float:
+        """Each invocation's start to its finish, summed over the invocations."""
+        total = 0.0
+        for inv in self.invocations:
+            if not inv.get("started_at") or not inv.get("finished_at"):
+                raise HarnessError(f"{self.path / 'run.json'}: an invocation has no started_at/finished_at (the run "
+                                   f"did not finish); finish it with --resume before publishing it")
+            total += (_time(inv["finished_at"]) - _time(inv["started_at"])).total_seconds()
+        return total
+
+    def wall(self) -> str:
+        n = len(self.invocations)
+        return duration(self.wall_s()) + (f" (summed over {n} invocations)" if n > 1 else "")
+
+    def date(self) -> str:
+        days = sorted({i["started_at"][:10] for i in self.invocations if i.get("started_at")}
+                      | {i["finished_at"][:10] for i in self.invocations if i.get("finished_at")})
+        return days[0] if len(days) == 1 else f"{days[0]} to {days[-1]}" if days else "undated"
+
+    def host(self) -> str:
+        cpu = self.env.get("cpu") or {}
+        cores = cpu.get("usable_cores") or cpu.get("cores")
+        memory = self.env.get("memory_gib")
+        host = f"{cpu.get('model') or 'unknown CPU'} ({cores or '?'} cores" + (f", {memory} GiB)" if memory else ")")
+        packages = self.env.get("packages") or {}
+        versions = [f"{name} {packages[key]}" for key, name in (("torch", "PyTorch"), ("mindspore", "MindSpore"))
+                    if packages.get(key)]
+        return ", ".join([host, *versions])
+
+    def cells(self) -> int:
+        return len({r["cell"] for r in self.results})
+
+    def statuses(self) -> str:
+        """As the runner's closing `done:` line counts them: `18 ok`, `16 ok, 2 skipped`."""
+        counts: dict[str, int] = {}
+        for r in self.results:
+            counts[r.get("status", "?")] = counts.get(r.get("status", "?"), 0) + 1
+        return ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
+
+    def runs(self) -> str:
+        return f"{len(self.results)} runs ({self.statuses()}) of {self.cells()} cells"
+
+    def top_cells(self, k: int = TOP_CELLS) -> list[tuple[str, int, float]]:
+        """The k cells with the most elapsed_s summed over their repeats: (cell, repeats, seconds)."""
+        per: dict[str, list[float]] = {}
+        for r in self.results:
+            per.setdefault(r["cell"], []).append(float(r.get("elapsed_s") or 0.0))
+        return sorted(((c, len(v), sum(v)) for c, v in per.items()), key=lambda t: (-t[2], t[0]))[:k]
+
+    def claims(self) -> list[claim_rules.Claim]:
+        return claim_rules.evaluate(self.results, platform=self.meta["platform"], profile=self.profile)
+
+
+def _time(stamp: str) -> datetime:
+    return datetime.fromisoformat(stamp)
+
+
+def duration(seconds: float) -> str:
+    s = int(round(seconds))
+    h, rest = divmod(s, 3600)
+    m, s = divmod(rest, 60)
+    return f"{h} h {m:02d} min {s:02d} s" if h else f"{m} min {s:02d} s" if m else f"{s} s"
+
+
+def seconds(x: float | None) -> str:
+    """A measured time: 3 significant digits under a minute, else duration()."""
+    return "—" if x is None else f"{x:.3g} s" if x < 60 else duration(x)
+
+
+def _ratio(x: float | None) -> str:
+    return "—" if x is None else f"{x:.2f}"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _verdict_line(c: claim_rules.Claim) -> str:
+    missing = sum(p.outcome == claim_rules.NOT_MEASURED for p in c.parts)
+    if c.verdict == "not measured":
+        return f"{c.id} **not measured** (none of its cells is in this profile)"
+    reason = c.reason.split("; not measured:")[0]
+    return f"{c.id} **{c.verdict}**: {reason}" + (f"; {missing} not measured in this run" if missing else "")
+
+
+# -- the blocks ------------------------------------------------------------------------------------------------
+def checklist_times(runs: Sequence[Run]) -> str:
+    return "\n".join(f"- {r.profile} profile, `{r.command()}`: {r.runs()}, {r.wall()} wall time on {r.host()}, "
+                     f"{r.date()}." for r in runs)
+
+
+def workflow_times(runs: Sequence[Run]) -> str:
+    lines = ["| Profile | Command | Cells | Runs (cell × repeat) | Wall time | Most of the time (elapsed, summed over "
+             "repeats) |", "|---|---|---|---|---|---|"]
+    for r in runs:
+        wall = r.wall_s()
+        top = "; ".join(f"`{c}` ×{n}: {duration(s)}" + (f" ({s / wall:.0%})" if wall else "")
+                        for c, n, s in r.top_cells())
+        lines.append(f"| {r.profile} | `{r.command()}` | {r.cells()} | {len(r.results)} ({r.statuses()}) "
+                     f"| {r.wall()} | {top} |")
+    lines.append("")
+    lines += [f"The {r.profile} profile ran on {r.date()} on {r.host()}." for r in runs]
+    return "\n".join(lines)
+
+
+def kick_the_tires(runs: Sequence[Run]) -> str:
+    (r,) = runs
+    out = [f"```\n{r.command()}\n```", "",
+           f"Measured: {r.wall()} on {r.host()} ({r.date()}), {r.runs()}. Its last line is", "",
+           f"```\ndone: {r.statuses()}; results in DIR\n```", "",
+           f"and the claims' verdicts on that run ({r.profile} profile, {r.meta['platform']}) are:", ""]
+    return "\n".join(out + [f"- {_verdict_line(c)}" for c in r.claims()])
+
+
+def _measured(detail: str, outcome: str, interval: Any) -> str:
+    text = detail.removesuffix(f" — {outcome}")
+    return text.removesuffix(f"; {LEVEL:.0%} interval {interval_text(interval)}") if interval else text
+
+
+def expected_cpu(runs: Sequence[Run]) -> str:
+    pct = f"{LEVEL:.0%}"
+    lines = [f"| Claim | Run | Measured | {pct} interval | Outcome | Verdict |", "|---|---|---|---|---|---|"]
+    evaluated = [(r, r.claims()) for r in runs]
+    for cid in claim_rules.TITLES:
+        unmeasured = []
+        for r, claims in evaluated:
+            c = next(c for c in claims if c.id == cid)
+            parts = [p for p in c.parts if p.outcome != claim_rules.NOT_MEASURED]
+            for p in parts:
+                lines.append(f"| {cid} | {r.profile} | {_cell(_measured(p.detail, p.outcome, p.interval))} "
+                             f"| {interval_text(p.interval) or '—'} | {p.outcome} | {c.verdict} |")
+            if not parts:
+                unmeasured.append(r.profile)
+        if unmeasured:
+            lines.append(f"| {cid} | {', '.join(dict.fromkeys(unmeasured))} | no cells of this claim in the profile "
+                         f"| — | — | not measured |")
+    target = runs[-1]   # the time-to-target table: the block's last run, the target profile's
+    lines += ["", f"Time to target, {target.profile} profile ({target.date()}, {target.host()}), PyTorch eager vs "
+                  f"MindSpore GRAPH, AMP off, 1 device, median over the repeats:", "",
+              f"| Model | PyTorch | MindSpore | PyTorch / MindSpore | {pct} interval | Paper |",
+              "|---|---|---|---|---|---|"]
+    for row in claim_rules.time_to_target_table(target.results, platform=target.meta["platform"]):
+        measured = row["pytorch_s"] is not None or row["mindspore_s"] is not None
+        lines.append(f"| {row['title']} | {seconds(row['pytorch_s'])} | {seconds(row['mindspore_s'])} "
+                     f"| {_ratio(row['ratio']) if measured else 'not measured'} "
+                     f"| {interval_text(row.get('ratio_interval')) or '—'} | {_ratio(row['paper_ratio'])} |")
+    return "\n".join(lines)
+
+
+def readme_times(runs: Sequence[Run]) -> str:
+    parts = [f"the {r.profile} profile (`{r.command()}`) took {r.wall()} for {r.runs()} ({r.date()})" for r in runs]
+    host = runs[0].host()
+    same = all(r.host() == host for r in runs)
+    text = "; ".join(parts)
+    return (f"On {host}, {text}." if same else
+            f"Measured: {'; '.join(f'{p} on {r.host()}' for p, r in zip(parts, runs, strict=True))}.")
