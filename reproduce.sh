@@ -17,13 +17,13 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 usage() {
   cat >&2 <<'USAGE'
 usage: ./reproduce.sh cpu|cuda|ascend [--quick|--target|--full|--companion|--profile NAME] [--image REF] [--build] [--container|--native]
-                      [--data-dir DIR] [--out DIR] [--resume] [--synthetic [DATASETS]] [--only GLOB[,GLOB]] [--dry-run]
+                      [--data-dir DIR] [--out DIR] [--resume] [--synthetic [DATASETS]] [--only GLOB[,GLOB]] [--repeats N] [--max-repeats M] [--dry-run]
        ./reproduce.sh cpu|cuda|ascend --check [--image REF] [--container|--native]
 
   cpu|cuda|ascend  the platform to measure (required)
   --quick          the kick-the-tires profile (default)
   --target         time to target: GCN to 70% and the GRU to BLEU 10 on the real data, sized for a 2-core
-                   CPU (measured there: 19 min 47 s), each cell stopping at its target
+                   CPU, each cell stopping at its target (ARTIFACT.md gives its measured time)
   --full           the paper's scale;  --companion: the companion studies at their scale
   --profile NAME   any profile of harness/matrix.toml (python -m harness list --profile NAME)
   --image REF      the container image to run (default: ms-pt-harness:PLATFORM, built when missing)
@@ -40,6 +40,9 @@ usage: ./reproduce.sh cpu|cuda|ascend [--quick|--target|--full|--companion|--pro
                    comma-separated ones named (e.g. --synthetic cifar10 keeps real Cora and Multi30K)
   --only GLOB[,GLOB]
                    only the cells whose id matches one of the globs (see: python -m harness list)
+  --repeats N      at least N repeats of every cell (default: the profile's; 2 for the cells a claim compares)
+  --max-repeats M  a comparison whose verdict is not yet settled gets one more repeat of its cells at a time,
+                   up to M (default: the profile's max_repeats, 3 for quick and target)
   --dry-run        print the commands (build, run, report) without running them
   --check          preflight, seconds to a minute: driver, device, container engine and toolkit, disk, image
                    against what the platform needs, then one training step per framework on the device; one
@@ -57,6 +60,8 @@ show() {  # print a command as one copy-pastable shell line
   echo "${out% }"
 }
 
+# The command line as typed, recorded in the run folder (run.json) so that a reader knows what made it.
+export HARNESS_COMMAND="./reproduce.sh $(show "$@")"
 platform="${1:-}"
 case "$platform" in
   cpu|cuda|ascend) shift ;;
@@ -95,6 +100,9 @@ while [ $# -gt 0 ]; do
     --synthetic=*) synthetic="${1#--synthetic=}"; [ -n "$synthetic" ] || die "--synthetic= needs dataset names, e.g. --synthetic=cifar10" ;;
     --only) [ $# -ge 2 ] || die "--only needs a pattern"; run_args+=(--only "$2"); shift ;;
     --resume) resume=1; run_args+=(--resume) ;;
+    --repeats|--max-repeats)
+      [ $# -ge 2 ] && [[ "$2" =~ ^[1-9][0-9]*$ ]] || die "$1 needs a whole number of repeats, 1 or more (e.g. $1 3)"
+      run_args+=("$1" "$2"); shift ;;
     --dry-run) dry=1 ;;
     --check) check=1 ;;
     -h|--help) usage; exit 0 ;;
@@ -331,7 +339,7 @@ if [ "$engine_name" = podman ]; then
 else
   common+=(--user "$(id -u):$(id -g)")
 fi
-for var in HARNESS_NNODES HARNESS_NODE_RANK HARNESS_MASTER_ADDR HARNESS_MASTER_PORT; do
+for var in HARNESS_NNODES HARNESS_NODE_RANK HARNESS_MASTER_ADDR HARNESS_MASTER_PORT HARNESS_COMMAND; do
   [ -z "${!var:-}" ] || common+=(-e "$var=${!var}")
 done
 case "$platform" in

@@ -103,6 +103,17 @@ class Matrix:
                                                       direction=direction)))
         return out
 
+    def max_repeats(self, profile_name: str, repeats: int | None = None, cap: int | None = None) -> int:
+        """The cap of a compared cell's repeats (harness.sequential): `cap` (run --max-repeats) where given, else the
+        profile's `max_repeats` (default: its `claim_repeats`, no sequential repeats); never below the minimum that
+        `repeats` (run --repeats) or `claim_repeats` sets."""
+        prof = self.profile(profile_name)
+        least = repeats if repeats is not None else int(prof.get("claim_repeats", prof.get("repeats", 1)))
+        if cap is not None and cap < 1:
+            raise HarnessError(f"--max-repeats {cap}: a cell needs at least 1 repeat")
+        want = cap if cap is not None else int(prof.get("max_repeats", least))
+        return max(want, least)
+
     def excluded(self, axes: dict[str, Any]) -> bool:
         """Whether an [[exclude]] rule prunes a cell with these axis values (also called by companion_matrix)."""
         return any(_matches(rule, axes) for rule in self.data.get("exclude", []))

@@ -58,7 +58,7 @@ PASSES_KEYS = {**spec_keys(PassesSpec, "batch", "timing"), "threads": list, "pro
 PASSES_PROFILE_KEYS = {**NARROWING, **spec_keys(PassesSpec, "batch", "timing"), "threads": list}
 PROFILE_KEYS = {"description": str, "models": list, "operators": list, "frameworks": list, "modes": list,
                 "amp": list, "devices": list, "dtypes": list, "directions": list, "repeats": int,
-                "claim_repeats": int, "timeout_s": (int, float),
+                "claim_repeats": int, "max_repeats": int, "timeout_s": (int, float),
                 "inference": list, "passes": list}  # the last two: companion_matrix.py
 RULE_KEYS = {"model", "op", "framework", "mode", "amp", "devices", "platform", "dtype", "direction", "profile"}
 DTYPES = ("fp32", "fp16", "bf16")
@@ -201,6 +201,9 @@ class _Checker:
             self.fail(where, "names models but not all of frameworks, modes, amp and devices; add the missing lists")
         if p.get("repeats", 1) < 1 or p.get("claim_repeats", 1) < 1 or p.get("timeout_s", 1) <= 0:
             self.fail(where, "needs repeats >= 1, claim_repeats >= 1 and timeout_s > 0")
+        least, cap = p.get("claim_repeats", 1), p.get("max_repeats", p.get("claim_repeats", 1))
+        if isinstance(least, int) and isinstance(cap, int) and cap < least:
+            self.fail(where, "needs max_repeats >= claim_repeats (the cap of the sequential repeats)")
 
     def rule(self, where: str, rule: Any, axes: dict, section: str) -> None:
         allowed = RULE_KEYS - ({"platform"} if section == "exclude" else set())

@@ -24,7 +24,21 @@ import time
 from pathlib import Path
 from typing import Any
 
-from harness import arith, cellid, envinfo, eventlog, faults, launch, operators, platforms, scenarios, telemetry
+from harness import (
+    arith,
+    cellid,
+    envinfo,
+    estimate,
+    eventlog,
+    faults,
+    launch,
+    operators,
+    platforms,
+    scenarios,
+    sequential,
+    telemetry,
+)
+from harness import claims as claims_mod
 from harness import data as datasets
 from harness import matrix as matrix_mod
 from harness.cell import Cell
@@ -54,13 +68,17 @@ def _raise_interrupted(signum, frame):
 
 def run(matrix: Matrix, profile: str, platform: str, out: Path, *, only: str | None = None,
         data_dir: Path = Path("data"), synthetic: str | None = None, resume: bool = False,
-        allow_download: bool = False, shard: str | None = None, repeats: int | None = None, log=print) -> int:
+        allow_download: bool = False, shard: str | None = None, repeats: int | None = None,
+        max_repeats: int | None = None, log=print) -> int:
     """`repeats`: every cell's (run --repeats N; default the matrix's per cell, harness.matrix). With `resume` a
-    (cell, repeat) already ok is kept: raising the repeats of a finished run runs only the repeats it lacks."""
+    (cell, repeat) already ok is kept: raising the repeats of a finished run runs only the repeats it lacks.
+    `max_repeats`: the cap of the sequential repeats (harness.sequential; default the profile's `max_repeats`): after
+    the first pass, a comparison not yet settled gets one more repeat of its cells per round, up to the cap."""
     cells = matrix_mod.shard(matrix.expand(profile, only, repeats), shard)
     if not cells:
         raise HarnessError(f"--shard {shard} holds no cell of the {len(matrix.expand(profile, only))} selected; "
                            f"use fewer shards")
+    cap = matrix.max_repeats(profile, repeats, max_repeats)
     check_out(out)
     n_devices = platforms.require(platform)
     if any(c.kind == "operator" for c in cells):
@@ -79,51 +97,76 @@ def run(matrix: Matrix, profile: str, platform: str, out: Path, *, only: str | N
         why = platforms.missing_framework(fw, platform)
         if why:
             log(f"{why}: its {sum(c.framework == fw for c in cells)} cells are recorded as skipped")
-    invocation = {"argv": sys.argv, "started_at": _now(), "only": only, "finished_at": None, "interrupted": False}
+    log(estimate.line(todo, profile, platform, cap))
+    invocation = {"argv": sys.argv, "started_at": _now(), "only": only, "finished_at": None, "interrupted": False,
+                  "max_repeats": cap}
+    if os.environ.get("HARNESS_COMMAND"):  # the command line the user typed (reproduce.sh sets it)
+        invocation["command"] = os.environ["HARNESS_COMMAND"]
     meta["invocations"].append(invocation)
     store.write_meta(meta)
     old = {sig: signal.signal(sig, _raise_interrupted) for sig in (signal.SIGINT, signal.SIGTERM)}
     progress = RunProgress(len(todo))
+    verdicts = Verdicts(store, cells, profile, platform, cap, todo, log)
     counts: dict[str, int] = {}
+
+    def one(cell: Cell, repeat: int, head: str) -> None:
+        prev = store.read_result(cell.id, repeat)
+        reason = (matrix.skip_reason(cell, platform) or platforms.missing_framework(cell.framework, platform)
+                  or _too_few_devices(cell, n_devices, platform))
+        if prev is not None and prev.get("status") in KEEP_ON_RESUME and (
+                prev["status"] == "ok" or prev.get("reason") == reason):
+            log(f"{head}: kept ({prev['status']}) from an earlier invocation; {progress.finished()}")
+            counts[prev["status"]] = counts.get(prev["status"], 0) + 1
+            return
+        moved = store.retire(cell.id, repeat)
+        if moved:
+            log(f"{head}: earlier result ({prev.get('status')}) kept as {moved.relative_to(out)}")
+        t = time.monotonic()
+        if reason:
+            result = _base(cell, repeat, platform, cell.dataset in fake) | {"status": "skipped", "reason": reason}
+        else:
+            _require_data(cell, folders)
+            log(f"{head}: running (timeout {cell.timeout_s:.0f} s)")
+            try:
+                result = _run_child(store, cell, repeat, platform, folders, cell.dataset in fake, shim, log)
+            except Interrupted:
+                raise
+            except Exception as e:  # noqa: BLE001 - a cell that cannot run is a failed cell; the run goes on
+                if faults.storage(e, out):
+                    raise  # the run folder's fault, not the cell's: the run stops, the cell runs on --resume
+                result = _base(cell, repeat, platform, cell.dataset in fake) | {
+                    "status": "failed", "reason": f"the cell could not be run: {type(e).__name__}: {e}"[:500]}
+        store.write_result(cell.id, repeat, result)
+        if result["status"] not in KEEP_ON_RESUME:
+            _require_data(cell, folders)  # a cell that failed because its data folder vanished stops the run
+        counts[result["status"]] = counts.get(result["status"], 0) + 1
+        tail = f" ({str(result['reason']).splitlines()[0][:200]})" if result.get("reason") else ""
+        took = time.monotonic() - t
+        log(f"{head}: {result['status']} in {took:.1f} s{tail}; "
+            f"{progress.finished(None if result['status'] == 'skipped' else took)}")
+
     try:
         for i, (cell, repeat) in enumerate(todo, 1):
-            head = f"[{i}/{len(todo)}] {cell.id} r{repeat}"
-            prev = store.read_result(cell.id, repeat)
-            reason = (matrix.skip_reason(cell, platform) or platforms.missing_framework(cell.framework, platform)
-                      or _too_few_devices(cell, n_devices, platform))
-            if prev is not None and prev.get("status") in KEEP_ON_RESUME and (
-                    prev["status"] == "ok" or prev.get("reason") == reason):
-                log(f"{head}: kept ({prev['status']}) from an earlier invocation; {progress.finished()}")
-                counts[prev["status"]] = counts.get(prev["status"], 0) + 1
-                continue
-            moved = store.retire(cell.id, repeat)
-            if moved:
-                log(f"{head}: earlier result ({prev.get('status')}) kept as {moved.relative_to(out)}")
-            t = time.monotonic()
-            if reason:
-                result = _base(cell, repeat, platform, cell.dataset in fake) | {
-                    "status": "skipped", "reason": reason}
-            else:
-                _require_data(cell, folders)
-                log(f"{head}: running (timeout {cell.timeout_s:.0f} s)")
-                try:
-                    result = _run_child(store, cell, repeat, platform, folders, cell.dataset in fake,
-                                        shim, log)
-                except Interrupted:
-                    raise
-                except Exception as e:  # noqa: BLE001 - a cell that cannot run is a failed cell; the run goes on
-                    if faults.storage(e, out):
-                        raise  # the run folder's fault, not the cell's: the run stops, the cell runs on --resume
-                    result = _base(cell, repeat, platform, cell.dataset in fake) | {
-                        "status": "failed", "reason": f"the cell could not be run: {type(e).__name__}: {e}"[:500]}
-            store.write_result(cell.id, repeat, result)
-            if result["status"] not in KEEP_ON_RESUME:
-                _require_data(cell, folders)  # a cell that failed because its data folder vanished stops the run
-            counts[result["status"]] = counts.get(result["status"], 0) + 1
-            tail = f" ({str(result['reason']).splitlines()[0][:200]})" if result.get("reason") else ""
-            took = time.monotonic() - t
-            log(f"{head}: {result['status']} in {took:.1f} s{tail}; "
-                f"{progress.finished(None if result['status'] == 'skipped' else took)}")
+            one(cell, repeat, f"[{i}/{progress.total}] {cell.id} r{repeat}")
+            verdicts.after(cell, repeat)
+        # Sequential repeats: one more repeat of the cells of every comparison not yet settled, round by round.
+        meta.setdefault("rounds", [])
+        while True:
+            asked = verdicts.requests()
+            if not asked:
+                break
+            extra = verdicts.next_repeats(asked)
+            meta["rounds"].append({"started_at": _now(), "requests": [r.to_dict() for r in asked],
+                                   "runs": [[c.id, k] for c, k in extra]})
+            store.write_meta(meta)
+            log(f"round {len(meta['rounds']) + 1}: {len(asked)} comparisons not yet settled ask for one more repeat "
+                f"of {len(extra)} cells (cap {cap}):")
+            for r in asked:
+                log(f"    {r.why()}")
+            progress.total += len(extra)
+            for cell, repeat in extra:
+                one(cell, repeat, f"[{progress.done + 1}/{progress.total}] {cell.id} r{repeat}")
+            verdicts.after(None, None)
     except Interrupted as e:
         invocation["interrupted"] = True
         log(f"interrupted ({e}); finished cells are kept in {out}; continue with --resume")
@@ -142,6 +185,52 @@ def run(matrix: Matrix, profile: str, platform: str, out: Path, *, only: str | N
     summary = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
     log(f"done: {summary}; results in {out}")
     return 0 if all(s in KEEP_ON_RESUME for s in counts) else 1
+
+
+class Verdicts:
+    """What the run knows of its verdicts as it goes (harness.sequential): after a cell's last repeat of the first
+    pass it evaluates the claims on the run folder's results and prints the verdicts line where it changed; after the
+    first pass it names the comparisons that ask for more repeats."""
+
+    def __init__(self, store: RunStore, cells: list[Cell], profile: str, platform: str, cap: int,
+                 todo: list[tuple[Cell, int]], log):
+        self.store, self.profile, self.platform, self.cap, self.log = store, profile, platform, cap, log
+        self.runnable = {c.id: c for c in cells if c.kind in ("model", "scaling", "operator")}
+        self.left = {}   # cell kind -> first-pass runs still to come
+        for c, _ in todo:
+            self.left[c.kind] = self.left.get(c.kind, 0) + 1
+        self.last_line = ""
+        self.claims: list = []
+        self.counts: dict[str, int] = {}
+
+    def _evaluate(self) -> None:
+        results = [r for r in self.store.results() if r.get("platform") in (self.platform, None)]
+        self.claims = claims_mod.evaluate(results, platform=self.platform, profile=self.profile)
+        self.counts = {}
+        for r in results:
+            self.counts[r["cell"]] = self.counts.get(r["cell"], 0) + 1
+
+    def after(self, cell: Cell | None, repeat: int | None) -> None:
+        if cell is not None:
+            self.left[cell.kind] -= 1
+            if cell.kind not in ("model", "scaling", "operator") or repeat != cell.repeats - 1:
+                return   # only a compared cell's last first-pass repeat can change a verdict
+        self._evaluate()
+        unfinished = {k for k, n in self.left.items() if n > 0}
+        line = sequential.states_line(sequential.states(self.claims, self.counts, self.cap, unfinished))
+        if line != self.last_line:
+            self.log(line)
+            self.last_line = line
+
+    def requests(self) -> list[sequential.Request]:
+        self._evaluate()
+        return sequential.requests(self.claims, self.counts, self.cap, set(self.runnable))
+
+    def next_repeats(self, asked: list[sequential.Request]) -> list[tuple[Cell, int]]:
+        """One more repeat of every cell asked for, each once, in the order asked; an operator configuration's
+        cells one after another (they are asked for together)."""
+        ids = list(dict.fromkeys(c for r in asked for c in r.cells))
+        return [(self.runnable[i], self.counts.get(i, 0)) for i in ids]
 
 
 def check_out(out: Path) -> None:

@@ -1,7 +1,8 @@
 """harness/preflight/ascend.toml, the Ascend chips and the stack the image uses for each (with the minimum HDK
 driver and the sources), against what the build really uses: Dockerfile.ascend's ARGs and base tag, the lock and
-requirements/ascend.in, reproduce.sh's chip pick from `npu-smi info` and its build arguments, and ARTIFACT.md's
-table. A chip whose stack differs from the others needs per-chip ARGs in all of them; these tests say where."""
+requirements/ascend.in, reproduce.sh's chip pick from `npu-smi info` and its build arguments, and the table of
+docs/platforms/ascend.md. A chip whose stack differs from the others needs per-chip ARGs in all of them; these
+tests say where."""
 
 import fnmatch
 import re
@@ -106,12 +107,12 @@ def test_reproduce_builds_the_tables_chip_for_each_npu_smi_name(tmp_path, chip, 
 
 
 def test_artifact_table_shows_each_chips_stack_and_driver():
-    text = (REPO / "ARTIFACT.md").read_text()
-    start = text.index("### Ascend 910 and 910B: what each stack supports")
-    section = text[start:text.index("\n### ", start + 1)]
+    text = (REPO / "docs" / "platforms" / "ascend.md").read_text()
+    start = text.index("## Ascend 910 and 910B: what each stack supports")
+    section = text[start:text.index("\n## ", start + 1)]
     for chip, row in CHIPS.items():
         line = next((ln for ln in section.splitlines() if ln.startswith(f"| `{chip}`")), None)
-        assert line, f"ARTIFACT.md's table has no row for `{chip}`"
+        assert line, f"docs/platforms/ascend.md's table has no row for `{chip}`"
         for value in (row["cann"], row["torch"], row["torch_npu"], row["mindspore"], row["min_driver"]):
             assert value in line, f"`{chip}` row lacks {value}"
         assert ("yes" in line.lower()) == row["supported"], line

@@ -270,7 +270,7 @@ for r in results:
           f"  time_to_target_s={r.get('time_to_target_s')}  synthetic={r.get('synthetic')}  {r.get('reason') or ''}",
           file=sys.stderr)
 bad = [r["cell"] for r in results if r.get("status") != "ok"]
-if len(results) != want or len({r["cell"] for r in results}) != cells or bad:
+if len(results) < want or len({r["cell"] for r in results}) != cells or bad:  # sequential repeats may add runs
     sys.exit(f"{len(results)} results of {len({r['cell'] for r in results})} cells for {want} runs of {cells} cells; "
              f"not ok: {bad}")
 EOF
