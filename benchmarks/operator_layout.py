@@ -1,4 +1,4 @@
-"""Does an operator's time depend on where its buffers land? (issue 29; ARTIFACT.md, "Operator timing noise", item 11)
+"""Does an operator's time depend on where its buffers land? (docs/methodology/operators.md, item 11)
 
 For each quick-profile operator cell of the chosen frameworks (default: MindSpore's), --processes fresh processes per
 allocator, interleaved (a, b, c, a, b, c, ...), each set up as the runner sets up the cell on a CPU host: confined to

@@ -1,4 +1,4 @@
-"""Where operator timing noise comes from (issue 29): probes of one operator configuration, each in a fresh process
+"""Where operator timing noise comes from: probes of one operator configuration, each in a fresh process
 set up as the runner sets up a cell (the back-end's process environment and allocator, its `setup`), printing
 
   launch    the per-call cost of `run()` queued back to back (one sync at the end) against `run()` + `sync()` per

@@ -1,7 +1,8 @@
 """Operator timing quality on this host: run the quick operator sweep N times (each cell in its own
 process, as always; or read N finished sweeps with --reuse) and print, with the load average before and after
 and each sweep's wall time,
-  0. issue 29's figure, per configuration and MindSpore mode, of the MindSpore/PyTorch throughput ratio:
+  0. the operator stability figure (0a, 0b), per configuration and MindSpore mode, of the MindSpore/PyTorch
+     throughput ratio:
      a. the half-width of its 95% interval within a sweep (harness.measure.OpConfig.ratio_interval: the two cells'
         repeats and their blocks resampled), as a share of the ratio (goal: <= 5% for >= 90% of configurations, in
         every sweep), and
@@ -137,7 +138,8 @@ def main() -> int:
     runs = [results(folder) for folder in folders]
     print(f"after: load average {loadavg()}\n")
 
-    # 0. issue 29's figure: the MindSpore/PyTorch ratio's interval within a sweep, and its spread over the sweeps
+    # 0. the operator stability figure (0a, 0b): the MindSpore/PyTorch ratio's interval within a sweep, and its
+    # spread over the sweeps
     figs = [ratio_figures(run) for run in runs]
     configs = sorted(set.intersection(*(set(f) for f in figs)))
     narrow = repeatable = 0

@@ -6,7 +6,7 @@ mapped and unmapped on every allocation, page faults each time. PyTorch on CPU a
 malloc: ResNet50 at batch 32 has 32 MiB activations, and the same cell ran anywhere between ~14 and ~21
 images/s from one process to the next depending on the threshold's history in that process. PyTorch's CPU
 performance tuning guide recommends jemalloc or tcmalloc for this; MindSpore's runtime has its own memory pool.
-The choice per framework is measured (benchmarks/process_gap.py, ARTIFACT.md), not assumed.
+The choice per framework is measured (benchmarks/process_gap.py, docs/methodology/allocator.md), not assumed.
 
     HARNESS_ALLOCATOR=auto (default) | system | jemalloc | tcmalloc | glibc-tuned
 
@@ -23,8 +23,8 @@ from pathlib import Path
 
 # PyTorch: tcmalloc (PyTorch's own launcher, torch.backends.xeon.run_cpu, prefers it too), else glibc's tunables;
 # jemalloc only by name: it ran ResNet50 at 0.77-0.82 of the plain loop even with the launcher's MALLOC_CONF.
-# MindSpore: left alone (its runtime pools memory; slower with tcmalloc). Measured, process level: ARTIFACT.md
-# (*Memory allocator*; benchmarks/process_gap.py).
+# MindSpore: left alone (its runtime pools memory; slower with tcmalloc). Measured, process level:
+# docs/methodology/allocator.md (benchmarks/process_gap.py).
 PREFERENCE: dict[str, tuple[str, ...]] = {
     "pytorch": ("tcmalloc", "glibc-tuned"),
     "mindspore": ("system",),
@@ -36,7 +36,7 @@ PREFERENCE: dict[str, tuple[str, ...]] = {
 # agreed. Under tcmalloc they agree too (benchmarks/operator_layout.py, 3 processes of each of MindSpore's 24
 # quick-profile operator cells: a CV of 0.1-4.0% against glibc's 0.2-7.1%, 0.2-11.0% in a first pass). The cost:
 # Conv2d fwd+bwd 16->64 runs at glibc's slow layout's time (13-26% behind its fast one); 12 cells ran >2% faster.
-# Measured: ARTIFACT.md (*Operator timing noise*, item 11). The models keep MindSpore's glibc (above).
+# Measured: docs/methodology/operators.md, item 11. The models keep MindSpore's glibc (above).
 OPERATOR_CPU_PREFERENCE: dict[str, tuple[str, ...]] = {
     "mindspore": ("tcmalloc", "jemalloc", "system"),
 }

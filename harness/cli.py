@@ -119,7 +119,7 @@ def _run(args) -> int:
 def _list(args) -> int:
     m = matrix_mod.load(args.matrix)
     cells = m.expand(args.profile, args.only, args.repeats)
-    rows = [{"cell": c.id, "kind": c.kind, "repeats": c.repeats, "skip": m.skip_reason(c, args.platform)}
+    rows = [{"cell": c.id, "kind": c.kind, "repeats": c.repeats, "skip": m.skip_reason(c, args.platform, args.profile)}
             for c in cells]
     if args.json:
         print(json.dumps(rows, indent=1))

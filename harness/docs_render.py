@@ -22,8 +22,26 @@ from harness.measure import LEVEL, interval_text
 from harness.store import RunStore
 
 PATH_FLAGS = {"--out": "DIR"}          # argv flags whose path value is shown as a placeholder
-DROPPED_FLAGS = ("--data-dir", "--matrix")   # argv flags whose path value (and the flag) is left out
+DROPPED_FLAGS = ("--data-dir", "--matrix", "--out")   # flags whose path value (and the flag) is left out
 TOP_CELLS = 3
+
+
+def _without_paths(args: list[str], keep_out: bool = True) -> list[str]:
+    """A command's arguments with local paths left out: --out's value as DIR (or --out dropped), --data-dir and
+    --matrix dropped with their values, any other absolute path dropped."""
+    out, skip = [], False
+    for a in args:
+        flag = a.split("=", 1)[0]
+        if skip:
+            skip = False
+        elif flag in PATH_FLAGS and keep_out:
+            out += [flag, PATH_FLAGS[flag]]
+            skip = "=" not in a
+        elif flag in DROPPED_FLAGS:
+            skip = "=" not in a
+        elif not a.startswith("/"):
+            out.append(a)
+    return out
 
 
 @dataclass
@@ -52,21 +70,10 @@ class Run:
         """reproduce.sh's command line where the invocation recorded it, else `python -m harness` with argv's paths
         left out (--out as DIR)."""
         first = self.invocations[0] if self.invocations else {}
-        if first.get("command"):
-            return str(first["command"])
-        args, out, skip = list(first.get("argv") or [])[1:], [], False
-        for a in args:
-            flag = a.split("=", 1)[0]
-            if skip:
-                skip = False
-            elif flag in PATH_FLAGS:
-                out += [flag, PATH_FLAGS[flag]]
-                skip = "=" not in a
-            elif flag in DROPPED_FLAGS:
-                skip = "=" not in a
-            elif not a.startswith("/"):
-                out.append(a)
-        return shlex.join(["python", "-m", "harness", *out])
+        if first.get("command"):   # reproduce.sh's, as typed: its local paths left out the same way
+            words = shlex.split(str(first["command"]))
+            return shlex.join(words[:1] + _without_paths(words[1:], keep_out=False))
+        return shlex.join(["python", "-m", "harness", *_without_paths(list(first.get("argv") or [])[1:])])
 
     def wall_s(self) -> float:
         """Each invocation's start to its finish, summed over the invocations."""
@@ -109,6 +116,33 @@ class Run:
 
     def runs(self) -> str:
         return f"{len(self.results)} runs ({self.statuses()}) of {self.cells()} cells"
+
+    def extra(self) -> str:
+        """The sequential repeats the run took: `12 of them in 2 rounds for 7 comparisons not yet settled`."""
+        rounds = self.meta.get("rounds") or []
+        n = sum(len(rnd.get("runs") or []) for rnd in rounds)
+        asked = len({(q.get("claim"), q.get("part")) for rnd in rounds for q in rnd.get("requests") or []})
+        return (f"{n} of them in {len(rounds)} extra round{'s' * (len(rounds) != 1)} for {asked} comparisons not yet "
+                f"settled" if rounds else "no extra round of repeats" + (
+                    f" (at most {self.cap()} repeats a cell)" if self.cap() else ""))
+
+    def cap(self) -> int | None:
+        caps = [i.get("max_repeats") for i in self.invocations if i.get("max_repeats")]
+        return max(caps) if caps else None
+
+    def loadavg(self) -> str:
+        """The load average (1 minute) at the start and finish of each invocation, where the run recorded it."""
+        pairs = [(i.get("load_average_at_start"), i.get("load_average_at_finish")) for i in self.invocations]
+        pairs = [(a[0], b[0]) for a, b in pairs if a and b]
+        return "; ".join(f"load average {a:.2f} at the start, {b:.2f} at the finish" for a, b in pairs)
+
+    def repeats_of(self, cells: list[str]) -> int:
+        """The fewest ok repeats among these cells: the n a comparison's interval was taken at."""
+        ok = {}
+        for r in self.results:
+            if r.get("status") == "ok":
+                ok[r["cell"]] = ok.get(r["cell"], 0) + 1
+        return min((ok.get(c, 0) for c in cells), default=0)
 
     def top_cells(self, k: int = TOP_CELLS) -> list[tuple[str, int, float]]:
         """The k cells with the most elapsed_s summed over their repeats: (cell, repeats, seconds)."""
@@ -166,8 +200,8 @@ def workflow_times(runs: Sequence[Run]) -> str:
         wall = r.wall_s()
         top = "; ".join(f"`{c}` ×{n}: {duration(s)}" + (f" ({s / wall:.0%})" if wall else "")
                         for c, n, s in r.top_cells())
-        lines.append(f"| {r.profile} | `{r.command()}` | {r.cells()} | {len(r.results)} ({r.statuses()}) "
-                     f"| {r.wall()} | {top} |")
+        lines.append(f"| {r.profile} | `{r.command()}` | {r.cells()} | {len(r.results)} ({r.statuses()}; "
+                     f"{r.extra()}) | {r.wall()} | {top} |")
     lines.append("")
     lines += [f"The {r.profile} profile ran on {r.date()} on {r.host()}." for r in runs]
     return "\n".join(lines)
@@ -175,8 +209,11 @@ def workflow_times(runs: Sequence[Run]) -> str:
 
 def kick_the_tires(runs: Sequence[Run]) -> str:
     (r,) = runs
+    load = r.loadavg()
     out = [f"```\n{r.command()}\n```", "",
-           f"Measured: {r.wall()} on {r.host()} ({r.date()}), {r.runs()}. Its last line is", "",
+           f"Measured: {r.wall()} on {r.host()} ({r.date()}{f'; {load}' if load else ''}), {r.runs()}: "
+           f"{r.extra()}. The data came from a local copy (`--data-dir`), so no download is in that time. Its last "
+           f"line is", "",
            f"```\ndone: {r.statuses()}; results in DIR\n```", "",
            f"and the claims' verdicts on that run ({r.profile} profile, {r.meta['platform']}) are:", ""]
     return "\n".join(out + [f"- {_verdict_line(c)}" for c in r.claims()])
@@ -189,7 +226,8 @@ def _measured(detail: str, outcome: str, interval: Any) -> str:
 
 def expected_cpu(runs: Sequence[Run]) -> str:
     pct = f"{LEVEL:.0%}"
-    lines = [f"| Claim | Run | Measured | {pct} interval | Outcome | Verdict |", "|---|---|---|---|---|---|"]
+    lines = [f"| Claim | Run | Measured | Repeats | {pct} interval | Outcome | Verdict |",
+             "|---|---|---|---|---|---|---|"]
     evaluated = [(r, r.claims()) for r in runs]
     for cid in claim_rules.TITLES:
         unmeasured = []
@@ -198,12 +236,13 @@ def expected_cpu(runs: Sequence[Run]) -> str:
             parts = [p for p in c.parts if p.outcome != claim_rules.NOT_MEASURED]
             for p in parts:
                 lines.append(f"| {cid} | {r.profile} | {_cell(_measured(p.detail, p.outcome, p.interval))} "
-                             f"| {interval_text(p.interval) or '—'} | {p.outcome} | {c.verdict} |")
+                             f"| {r.repeats_of(p.cells)} | {interval_text(p.interval) or '—'} | {p.outcome} "
+                             f"| {c.verdict} |")
             if not parts:
                 unmeasured.append(r.profile)
         if unmeasured:
             lines.append(f"| {cid} | {', '.join(dict.fromkeys(unmeasured))} | no cells of this claim in the profile "
-                         f"| — | — | not measured |")
+                         f"| — | — | — | not measured |")
     target = runs[-1]   # the time-to-target table: the block's last run, the target profile's
     lines += ["", f"Time to target, {target.profile} profile ({target.date()}, {target.host()}), PyTorch eager vs "
                   f"MindSpore GRAPH, AMP off, 1 device, median over the repeats:", "",

@@ -75,9 +75,10 @@ def line(todo: Sequence[tuple[Cell, int]], profile: str, platform: str, cap: int
     p = plan(todo, run)
     total = p["cells"] + p["extra"] + p["outside"]
     env = RunStore(run).read_env()
+    shown = run.relative_to(REPO) if run.is_relative_to(REPO) else run
     host = f"{env.get('cpu', {}).get('model') or 'the reference host'}"
     cores = env.get("cpu", {}).get("cores")
     return (f"estimate: about {duration(total)} for {p['runs']} runs and about {p['extra_runs']} more that undecided "
-            f"comparisons may ask for (up to {cap} repeats each), from the reference run {run.relative_to(REPO)} "
+            f"comparisons may ask for (up to {cap} repeats each), from the reference run {shown} "
             f"({host}{f', {cores} cores' if cores else ''}; another host differs)"
             + (f"; {p['unknown']} planned runs are not in it" if p["unknown"] else ""))

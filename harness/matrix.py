@@ -20,6 +20,7 @@ from typing import Any
 from harness import cellid, companion_matrix, matrix_check
 from harness.cell import Cell
 from harness.claims.models import compared_settings, scaled_settings
+from harness.claims.paper import PAPER_MODELS
 from harness.errors import HarnessError
 from harness.spec import OperatorSpec, model_spec
 
@@ -41,9 +42,9 @@ class Matrix:
             raise HarnessError(f"unknown profile '{name}' in {self.path}; choose one of: {', '.join(self.profiles)}")
         return profiles[name]
 
-    def skip_reason(self, cell: Cell, platform: str) -> str | None:
-        """The reason a [[skip]] rule gives for this cell on this platform, or None."""
-        values = {**cell.axes(), "platform": platform}
+    def skip_reason(self, cell: Cell, platform: str, profile: str | None = None) -> str | None:
+        """The reason a [[skip]] rule gives for this cell on this platform (in this profile), or None."""
+        values = {**cell.axes(), "platform": platform, "profile": profile}
         for rule in self.data.get("skip", []):
             if _matches(rule, values):
                 return rule["why"]
@@ -121,13 +122,15 @@ class Matrix:
 
 def _repeats(cell: Cell, prof: dict[str, Any], override: int | None) -> int:
     """A cell's repeats: `override` (run --repeats) where given; else the profile's `repeats`, and for a cell a
-    claim compares (C1-C4's model cells, C5's scaling cells, O1-O3's operator cells) at least the profile's
-    `claim_repeats`."""
+    claim compares (C1-C4's model cells of the paper's models, C5's scaling cells, O1-O3's operator cells) at least
+    the profile's `claim_repeats`. The companion studies' models (GoogLeNet, LSTM, BERT) serve S1-S4: the claims
+    read them too, but no verdict rests on them, so they keep the profile's repeats."""
     if override is not None:
         if override < 1:
             raise HarnessError(f"--repeats {override}: a cell needs at least 1 repeat")
         return override
-    compared = (cell.kind == "model" and (cell.framework, cell.mode, cell.amp) in compared_settings()
+    compared = (cell.kind == "model" and cell.model in PAPER_MODELS
+                and (cell.framework, cell.mode, cell.amp) in compared_settings()
                 or cell.kind == "scaling" and (cell.framework, cell.mode) in scaled_settings()
                 or cell.kind == "operator")   # O1-O3: an operator's processes differ (harness.operators.SWEEP_TIMING)
     return max(cell.repeats, int(prof.get("claim_repeats", 1))) if compared else cell.repeats
@@ -171,8 +174,8 @@ def schedule(cells: list[Cell]) -> list[tuple[Cell, int]]:
     configuration's cells (one per framework and mode, which Figure 5 and O1-O3 divide): they take turns, one repeat
     of each, the order rotating every round, so that whatever the host does over the minutes of a sweep falls on both
     sides of a ratio alike, and no cell always runs right after the same other (measured: the same PyTorch Linear ran
-    32-34 us an iteration in the processes of one sweep and 46-52 us in those of another; ARTIFACT.md, "Operator
-    timing noise"). The group runs where its first cell stands."""
+    32-34 us an iteration in the processes of one sweep and 46-52 us in those of another;
+    docs/methodology/operators.md). The group runs where its first cell stands."""
     groups: dict[tuple, list[Cell]] = {}
     for c in cells:
         if c.kind == "operator":

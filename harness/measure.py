@@ -212,7 +212,7 @@ PT_MODE = "eager"
 def block_replicates(cell: Repeats) -> np.ndarray | None:
     """RESAMPLES bootstrap replicates of a block-timed cell's throughput (an operator's), resampled at the two levels
     it varies at: its processes (repeats) with replacement, since per-process state differs (pyperf's observation,
-    and MindSpore's, measured: ARTIFACT.md, "Operator timing noise"), and within each chosen process its blocks with
+    and MindSpore's, measured: docs/methodology/operators.md), and within each chosen process its blocks with
     replacement. A replicate is the median over the chosen processes of each one's median block throughput, as the
     point value (`value("throughput")`) is the median over the repeats of theirs. The generator is seeded with SEED
     and the cell's id: the same blocks always give the same replicates, and two cells never share a resampling

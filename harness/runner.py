@@ -54,6 +54,14 @@ KEEP_ON_RESUME = ("ok", "skipped")
 PORT_TRIES = 3
 
 
+def _load() -> list[float] | None:
+    """The host's 1-, 5- and 15-minute load averages: a wall time taken beside other work is not a quiet figure."""
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        return None
+
+
 def _now() -> str:
     return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
 
@@ -99,7 +107,7 @@ def run(matrix: Matrix, profile: str, platform: str, out: Path, *, only: str | N
             log(f"{why}: its {sum(c.framework == fw for c in cells)} cells are recorded as skipped")
     log(estimate.line(todo, profile, platform, cap))
     invocation = {"argv": sys.argv, "started_at": _now(), "only": only, "finished_at": None, "interrupted": False,
-                  "max_repeats": cap}
+                  "max_repeats": cap, "load_average_at_start": _load()}
     if os.environ.get("HARNESS_COMMAND"):  # the command line the user typed (reproduce.sh sets it)
         invocation["command"] = os.environ["HARNESS_COMMAND"]
     meta["invocations"].append(invocation)
@@ -111,7 +119,7 @@ def run(matrix: Matrix, profile: str, platform: str, out: Path, *, only: str | N
 
     def one(cell: Cell, repeat: int, head: str) -> None:
         prev = store.read_result(cell.id, repeat)
-        reason = (matrix.skip_reason(cell, platform) or platforms.missing_framework(cell.framework, platform)
+        reason = (matrix.skip_reason(cell, platform, profile) or platforms.missing_framework(cell.framework, platform)
                   or _too_few_devices(cell, n_devices, platform))
         if prev is not None and prev.get("status") in KEEP_ON_RESUME and (
                 prev["status"] == "ok" or prev.get("reason") == reason):
@@ -176,6 +184,7 @@ def run(matrix: Matrix, profile: str, platform: str, out: Path, *, only: str | N
         for sig, handler in old.items():
             signal.signal(sig, handler)
         invocation["finished_at"] = env["run_finished_at"] = _now()
+        invocation["load_average_at_finish"] = _load()
         try:
             store.write_meta(meta)
             write_json_atomic(out / "env.json", env)
@@ -340,7 +349,7 @@ def _run_child(store: RunStore, cell: Cell, repeat: int, platform: str, folders:
                                   "synthetic": synthetic, "data_folder": folders.get(cell.dataset),
                                   "events": str(events_path), "child_result": str(child_result),
                                   "log": str(log_path), "process_env": process_env,
-                                  # an operator cell on CPU: the cores its child confines itself to (issue 29)
+                                  # an operator cell on CPU: the cores its child confines itself to
                                   "cpu_cores": operators.cpu_cores(platform, cell.kind)})
     env = {**os.environ, **process_env, "PYTHONUNBUFFERED": "1",
            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),

@@ -54,7 +54,7 @@ def test_one_configuration_in_both_frameworks_through_the_runner(tmp_path):
         assert r["median_s"] > 0 and r["iqr_s"] >= 0 and r["throughput"] == 64 / r["median_s"]
         assert r["flops_per_s"] > 0 and r["percent_of_peak"] is None  # a CPU's peak is not known
         assert "time_to_target_s" in r and r["time_to_target_s"] is None  # the contract's keys, null
-        # Operator cells on CPU (issue 29): one core and one compute thread in both frameworks; MindSpore's without
+        # Operator cells on CPU: one core and one compute thread in both frameworks; MindSpore's without
         # the host queue, its launching thread left as it is (on one core it computes there)
         assert r["settings"]["cpu_cores"] == [min(os.sched_getaffinity(0))] and r["settings"]["threads"] == 1
         ms = r["framework"] == "mindspore"

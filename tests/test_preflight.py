@@ -285,7 +285,7 @@ def test_the_fallback_toml_reader_refuses_what_it_does_not_know():
 def test_every_vendor_fact_cites_a_source_with_a_url_and_a_quote():
     for d in (CUDA, HOSTDATA):
         for name, src in d["sources"].items():
-            assert src["url"].startswith("https://") or src["url"] == "ARTIFACT.md", name
+            assert src["url"].startswith("https://") or src["url"] == "docs/platforms/cuda.md", name
             assert src["quote"] and src["confirmed"], name
     for tk in CUDA["toolkits"].values():
         assert tk["cite"]

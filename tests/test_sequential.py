@@ -84,13 +84,13 @@ def test_claim_states_say_pending_waiting_or_the_verdict():
 
 def test_the_profiles_cap_and_the_overrides():
     m = matrix_mod.load(None)
-    assert (m.max_repeats("quick"), m.max_repeats("target"), m.max_repeats("full")) == (3, 3, 3)
+    assert (m.max_repeats("quick"), m.max_repeats("target"), m.max_repeats("full")) == (2, 3, 3)
     assert m.max_repeats("quick", cap=5) == 5
-    assert m.max_repeats("quick", repeats=4) == 4             # never below the minimum --repeats sets
-    assert m.max_repeats("quick", repeats=1) == 3
+    assert m.max_repeats("target", repeats=4) == 4            # never below the minimum --repeats sets
+    assert m.max_repeats("target", repeats=1) == 3
     from harness.errors import HarnessError
     with pytest.raises(HarnessError, match="--max-repeats 0"):
-        m.max_repeats("quick", cap=0)
+        m.max_repeats("target", cap=0)
 
 
 def test_the_matrix_check_refuses_a_cap_below_the_minimum(tmp_path):
@@ -133,3 +133,32 @@ def test_reproduce_sh_passes_repeats_and_the_cap_through():
     bad = subprocess.run([str(REPO / "reproduce.sh"), "cpu", "--max-repeats", "x"], capture_output=True, text=True)
     assert bad.returncode == 2 and "--max-repeats needs a whole number" in bad.stderr
     assert len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_the_estimate_reads_the_reference_runs_cell_times_extra_rounds_and_time_outside_cells(tmp_path):
+    from harness import estimate
+    from harness.cell import Cell
+    from harness.store import RunStore, write_json_atomic
+
+    ref = tmp_path / "runs" / "cpu-quick"
+    store = RunStore(ref)
+    a, b = "model/x/pytorch/eager/amp-off/1dev", "model/x/mindspore/graph/amp-off/1dev"
+    for cell, times in ((a, (10.0, 12.0, 11.0)), (b, (20.0, 20.0))):
+        for k, t in enumerate(times):
+            store.write_result(cell, k, {"schema": 2, "cell": cell, "repeat": k, "status": "ok", "elapsed_s": t})
+    # 73 s of cells (3 + 2 runs), 100 s of wall time: 27 s outside the cells; a's third run was an extra round.
+    write_json_atomic(ref / "run.json", {"schema": 2, "platform": "cpu", "profile": "quick", "invocations": [
+        {"started_at": "2026-11-26T00:00:00+00:00", "finished_at": "2026-11-26T00:01:40+00:00"}],
+        "rounds": [{"runs": [[a, 2]]}]})
+    write_json_atomic(ref / "env.json", {"cpu": {"model": "Test CPU", "cores": 2}})
+
+    def cell(cid):
+        return Cell(id=cid, kind="model", model="x", framework="f", mode="m", amp="off", devices=1, repeats=2,
+                    timeout_s=1, seed=0, spec=None)
+    todo = [(cell(a), 0), (cell(a), 1), (cell(b), 0), (cell(b), 1)]
+    got = estimate.plan(todo, ref)
+    assert got["cells"] == 2 * 11.0 + 2 * 20.0 and got["extra"] == 11.0 and got["extra_runs"] == 1
+    assert abs(got["outside"] - 27.0 * (62.0 + 11.0) / 73.0) < 1e-9
+    line = estimate.line(todo, "quick", "cpu", 3, runs=tmp_path / "runs")
+    assert line.startswith("estimate: about 1m40s for 4 runs") and "Test CPU, 2 cores" in line
+    assert "no reference run" in estimate.line(todo, "target", "cpu", 3, runs=tmp_path / "runs")

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The licenses of what the images bundle, read from the packages themselves (ARTIFACT.md, *Licenses*).
+"""The licenses of what the images bundle, read from the packages themselves (LICENSES.md).
 
     python tools/licenses.py                      the distributions installed in this Python (.venv: the CPU lock)
     python tools/licenses.py --wheels DIR         every wheel in DIR (e.g. wheelhouse/cuda), METADATA read from the zip

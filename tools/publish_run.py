@@ -23,6 +23,7 @@ import argparse
 import json
 import os
 import re
+import shlex
 import shutil
 import sys
 from pathlib import Path
@@ -119,6 +120,8 @@ def _placeholders(path: Path) -> None:
     for inv in obj.get("invocations") or []:
         if isinstance(inv, dict):
             inv["argv"] = _argv(inv.get("argv"))
+            if isinstance(inv.get("command"), str):   # reproduce.sh's command line, as typed
+                inv["command"] = shlex.join(_argv(shlex.split(inv["command"])))
     if "command" in obj:
         obj["command"] = _argv(obj["command"])
     path.write_text(json.dumps(obj, indent=1, sort_keys=True, default=str))

@@ -18,7 +18,7 @@ DEVICE_TARGET = {"cpu": "CPU", "cuda": "GPU", "ascend": "Ascend"}
 
 # MindSpore's host pipeline (runtime::AsyncRQueue) hands every launch to queue threads that busy-wait for work, and
 # the caller busy-waits for them (`while (!tasks_queue_->IsEmpty()) {}`). On a CPU host with few cores they take
-# the cores its kernel threads compute on: measured on the 2-core machine (ARTIFACT.md, "Operator timing noise"),
+# the cores its kernel threads compute on: measured on the 2-core machine (docs/methodology/operators.md),
 # the same PYNATIVE Conv2d forward ran 4.1 ms an iteration in one process and 7.5 ms in the next, by whether the
 # queue threads spun or slept. With MS_DEV_HOST_BLOCKING_RUN=1 (read by libmindspore_runtime_pipeline.so: the task
 # runs in the calling thread, no queue) it ran 3.8-5.3 ms in each of 8 processes, and PYNATIVE's other

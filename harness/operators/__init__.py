@@ -81,20 +81,20 @@ def arrays(op: str, s: dict[str, int], seed: int) -> dict[str, np.ndarray]:
     return out
 
 
-# The operator sweep's timing (Figure 5), chosen from what operator_noise.py measured (ARTIFACT.md, "Operator timing
-# noise"): MindSpore queues its calls, so a block of one iteration pays the whole launch-to-sync latency (PYNATIVE
+# The operator sweep's timing (Figure 5), chosen from what operator_noise.py measured (docs/methodology/
+# operators.md): MindSpore queues its calls, so a block of one iteration pays the whole launch-to-sync latency (PYNATIVE
 # Conv2d fwd+bwd: 172 ms an iteration synchronised each time, 41-48 ms queued): a block holds at least
 # min_block_iters iterations as well as min_block_s, so that the latency is spread over many. Each cell runs in
 # several processes (the profile's claim_repeats), since per-process state differs more than blocks within one. At
 # least 8 blocks and 0.9 s a process: a ratio's interval resamples each process's blocks for their median, and with 5
 # blocks its ends were about the fastest and the slowest block (MindSpore PYNATIVE's Conv2d fwd 16->64 alternates
 # between blocks by 4-8%): 3 of 24 ratios had a half-width over 5% in some sweep; with 8 blocks 0, then 1, in two
-# runs (measured: ARTIFACT.md, "Operator timing noise", item 11). The quick sweep took 199-203 s (budget: 230 s).
+# runs (measured: docs/methodology/operators.md, item 11). The quick sweep took 199-203 s (budget: 230 s).
 SWEEP_TIMING = {"min_block_s": 0.1, "min_block_iters": 8, "min_run_s": 0.9, "min_blocks": 8}
 
 
 # On a CPU host an operator cell's process is confined to one core, and both frameworks compute on one thread
-# (issue 29; ARTIFACT.md, "Operator timing noise", item 10). What two threads gain changes with the host: on the 2-core
+# (docs/methodology/operators.md, item 10). What two threads gain changes with the host: on the 2-core
 # machine PyTorch's Linear fwd 64->512 ran 33-35 us in some processes and 45-53 us in others, MindSpore PYNATIVE's
 # Conv2d fwd 4.3 or 8.0-8.3 ms, by the minute, in both frameworks alike, so a ratio between two such processes moved
 # by up to 38% from sweep to sweep. On one core the same cells kept their time within 2.4% from process to process.

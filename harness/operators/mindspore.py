@@ -42,7 +42,7 @@ class _GradStep(nn.Cell):
     built as nn.TrainOneStepCell builds its gradient (GradOperation with a sensitivity), less the update. Measured
     on the 2-core machine (Conv2d fwd+bwd 64->64, GRAPH), the `ms.jit`-compiled function it replaced went through
     PYNATIVE's dispatch queue, whose threads spin (AsyncRQueue::Wait, sched_yield) beside the kernel threads: 41 or
-    100 ms an iteration by turns, against 22-49 ms for this cell (ARTIFACT.md, "Operator timing noise")."""
+    100 ms an iteration by turns, against 22-49 ms for this cell (docs/methodology/operators.md)."""
 
     def __init__(self, net: nn.Cell):
         super().__init__(auto_prefix=False)
@@ -98,7 +98,7 @@ def _waiting_thread_idle(ctx) -> None:
     chance more or less in each process. PyTorch has no such thread (its launching thread is one of its OpenMP
     compute threads). As SCHED_IDLE the waiting thread runs only on a core that would otherwise idle, so both
     frameworks compute on every core; what it does between kernels (PYNATIVE's Python dispatch) still runs and is
-    timed, on cores its compute threads have left. Measured per process (ARTIFACT.md, "Operator timing noise").
+    timed, on cores its compute threads have left. Measured per process (docs/methodology/operators.md).
 
     Not on a process confined to one core (harness.operators.CPU_CORES): there the launching thread shares its core
     with the compute threads and, idle, waited for them in turns. On one core, PYNATIVE's Dense fwd 512->512 ran

@@ -157,7 +157,7 @@ def _code_row(fw: dict, gs: list) -> Row:
         if v == FAIL:
             verdict = FAIL
             fix = (f"{fw['label']} has no GPU code that a {g['name']} (compute capability {g['compute_cap']}) can run "
-                   f"({needed}, in {fw['library']}); use a GPU it covers (ARTIFACT.md, CUDA hosts)")
+                   f"({needed}, in {fw['library']}); use a GPU it covers (docs/platforms/cuda.md)")
         elif v == NOTE and verdict == PASS:
             verdict = NOTE
             note = (f"{fw['label']} on {g['name']}: {what}" + ("" if "unknown" in what else
