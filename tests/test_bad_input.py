@@ -144,7 +144,7 @@ CASES: list[tuple[str, str, Callable[[Path], list], tuple[str, ...]]] = [
     ("matrix-sweep-lacks-a-key", H, lambda t: ["list", "--matrix", bad_matrix(t, ", out_features = [512] }", " }")],
      ("[operators.linear] quick", "out_features")),
     ("matrix-misspelt-model-profile", H, lambda t: ["list", "--matrix", bad_matrix(
-        t, "profile.quick = { epochs = 50 }", "profile.quik = { epochs = 50 }")],
+        t, "profile.quick = { epochs = 30 }", "profile.quik = { epochs = 50 }")],
      ("[models.gcn] profile", "'quik'")),
     ("matrix-bad-on-run-leaves-no-folder", H, lambda t: ["run", "--platform", "cpu", "--out", t / "o", "--synthetic",
                                                          "--matrix", bad_matrix(t, "\n[[skip]]\n", "\n[[skp]]\n")],

@@ -87,7 +87,7 @@ def test_the_matrix_checks_key_tables_come_from_the_spec_classes():
 
 @pytest.mark.parametrize("old, new, message", [
     ("target = 0.70", 'target = "seventy"', "target is 'seventy' (a string); it must be a number"),
-    ("profile.quick = { epochs = 50 }", "profile.quick = { epochs = 50, eval_samples = true }",
+    ("profile.quick = { epochs = 30 }", "profile.quick = { epochs = 30, eval_samples = true }",
      "eval_samples is True (a boolean); it must be an integer"),
     ('batches = [1, 16, 32, 64]', 'batches = [1, 16, 32, 64]\nbatch = 8', "has unknown key(s) 'batch'"),
     ('batches = [1, 16, 32, 64]\n', '', "[inference.resnet50_imagenet] has no 'batches'"),

@@ -123,10 +123,19 @@ def _caveats(index: dict[str, Repeats], used: dict[str, tuple[list[str], list[Pa
     everywhere = bool(one_repeat) and one_repeat == {cid for cid, cs in cells_of.items() if cs}
     if everywhere:
         run.append(no_spread)
-    if any(p.interval is not None for _, parts in used.values() for p in parts):
+    with_interval = [p for _, parts in used.values() for p in parts if p.interval is not None]
+    if with_interval:
+        # At n repeats a side the interval spans the extreme ratios and covers the truth 1 - 2/C(2n, n) of the time
+        # for any continuous noise (harness/sequential.py): say so where a verdict rests on that few.
+        fewest = min(min((len(index[c].ok) for c in p.cells if c in index), default=0) for p in with_interval)
+        cover = {2: "about 2 times in 3", 3: "about 9 times in 10"}.get(fewest)
         run.append(f"{LEVEL:.0%} intervals of the ratios: percentile bootstrap over each cell's repeats "
                    f"({RESAMPLES} resamples, fixed seed); an interval across an edge of the ±{TIE_RATIO - 1:.0%} tie "
-                   f"band is inconclusive")
+                   f"band is inconclusive"
+                   + (f"; with {fewest} repeats a side such an interval covers the true ratio {cover}, not "
+                      f"{LEVEL:.0%}" + (": a verdict resting on 2 repeats is a first reading, and --max-repeats 3 "
+                                        "gives the comparisons not yet settled a third" if fewest == 2 else "")
+                      if cover else ""))
     versions: dict[str, list[str]] = {}
     for s in {s.cell: s for cs in cells_of.values() for s in cs}.values():
         for k, v in (s.first.get("versions") or {}).items():
