@@ -339,7 +339,7 @@ if [ "$engine_name" = podman ]; then
 else
   common+=(--user "$(id -u):$(id -g)")
 fi
-for var in HARNESS_NNODES HARNESS_NODE_RANK HARNESS_MASTER_ADDR HARNESS_MASTER_PORT HARNESS_COMMAND; do
+for var in HARNESS_NNODES HARNESS_NODE_RANK HARNESS_MASTER_ADDR HARNESS_MASTER_PORT; do
   [ -z "${!var:-}" ] || common+=(-e "$var=${!var}")
 done
 case "$platform" in
@@ -381,7 +381,7 @@ else
   mounts+=(-v "$data_dir:/data")
   [ -z "$synthetic" ] || in_data+=(--synthetic "$synthetic")
 fi
-run_cmd=("$engine" run "${common[@]}" "${mounts[@]}" "$image"
+run_cmd=("$engine" run "${common[@]}" "${mounts[@]}" -e "HARNESS_COMMAND=$HARNESS_COMMAND" "$image"
          run --platform "$platform" --profile "$profile" --out /results "${in_data[@]}" "${run_args[@]}")
 report_cmd=("$engine" run "${common[@]}" -v "$out:/results" "$image" report /results)
 

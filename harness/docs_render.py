@@ -211,7 +211,8 @@ def kick_the_tires(runs: Sequence[Run]) -> str:
     (r,) = runs
     load = r.loadavg()
     out = [f"```\n{r.command()}\n```", "",
-           f"Measured: {r.wall()} on {r.host()} ({r.date()}{f'; {load}' if load else ''}), {r.runs()}: "
+           f"Measured: the run took {r.wall()} (the report rendered after it adds seconds) on {r.host()} "
+           f"({r.date()}{f'; {load}' if load else ''}), {r.runs()}: "
            f"{r.extra()}. The data came from a local copy (`--data-dir`), so no download is in that time. Its last "
            f"line is", "",
            f"```\ndone: {r.statuses()}; results in DIR\n```", "",

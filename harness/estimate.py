@@ -78,7 +78,8 @@ def line(todo: Sequence[tuple[Cell, int]], profile: str, platform: str, cap: int
     shown = run.relative_to(REPO) if run.is_relative_to(REPO) else run
     host = f"{env.get('cpu', {}).get('model') or 'the reference host'}"
     cores = env.get("cpu", {}).get("cores")
-    return (f"estimate: about {duration(total)} for {p['runs']} runs and about {p['extra_runs']} more that undecided "
-            f"comparisons may ask for (up to {cap} repeats each), from the reference run {shown} "
+    more = (f" and the {p['extra_runs']} more repeats its comparisons not yet settled took there (up to {cap} a cell)"
+            if p["extra_runs"] else "")
+    return (f"estimate: about {duration(total)} for {p['runs']} runs{more}, from the reference run {shown} "
             f"({host}{f', {cores} cores' if cores else ''}; another host differs)"
             + (f"; {p['unknown']} planned runs are not in it" if p["unknown"] else ""))
