@@ -1,4 +1,4 @@
-"""Issue 29: an operator ratio's interval (each cell's processes and, within them, blocks resampled), the tie rule
+"""An operator ratio's interval (each cell's processes and, within them, blocks resampled), the tie rule
 (an interval within ±5% of 1 is a tie), the blocks' minimum length in iterations, and the repeats operator cells get."""
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ import pytest
 
 from harness import cellid, matrix, measure, operators
 from harness.claims import INCONCLUSIVE, TIE_RATIO
+from tests.conftest import quick_pynative_matrix
 from tests.test_claims import claim, op, paper_world
 
 BATCH = 16
@@ -115,8 +116,8 @@ def test_operator_cells_run_the_profiles_claim_repeats():
     assert {c.repeats for c in matrix.load().expand("quick", only="operator/*", repeats=1)} == {1}
 
 
-def test_an_operator_configurations_cells_take_turns_and_other_cells_keep_their_repeats_together():
-    m = matrix.load()
+def test_an_operator_configurations_cells_take_turns_and_other_cells_keep_their_repeats_together(tmp_path):
+    m = matrix.load(quick_pynative_matrix(tmp_path / "m.toml"))
     cells = m.expand("quick", only="operator/linear/*,model/gcn/pytorch/eager/amp-off/*")
     todo = matrix.schedule(cells)
     assert sorted((c.id, r) for c, r in todo) == sorted((c.id, r) for c in cells for r in range(c.repeats))

@@ -5,7 +5,7 @@ import os
 import time
 
 from harness import allocator, operators
-from tests.conftest import harness
+from tests.conftest import harness, quick_pynative_matrix
 
 
 def test_parameter_and_flop_counts():
@@ -43,7 +43,8 @@ def test_blocked_time_grows_the_block_and_syncs_before_every_clock_read():
 def test_one_configuration_in_both_frameworks_through_the_runner(tmp_path):
     out = tmp_path / "run"
     p = harness("run", "--platform", "cpu", "--out", out, "--synthetic", "--only",
-                "operator/linear/*/fp32/fwd/batch64-in_features64-out_features512")
+                "operator/linear/*/fp32/fwd/batch64-in_features64-out_features512",
+                "--matrix", quick_pynative_matrix(tmp_path / "m.toml"))
     assert p.returncode == 0, p.stderr
     results = json.loads(harness("results", out, "--json").stdout)
     assert {(r["framework"], r["mode"]) for r in results} == {("pytorch", "eager"), ("mindspore", "graph"),

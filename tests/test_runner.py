@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from tests.conftest import REPO, harness, write_matrix
+from tests.conftest import REPO, harness, quick_pynative_matrix, write_matrix
 
 CELL = "model/gcn/pytorch/eager/amp-off/1dev"
 
@@ -134,7 +134,8 @@ def test_cells_that_cannot_start_fail_with_their_reason_and_the_run_goes_on(tmp_
     monkeypatch.setattr(ms_backend, "process_env", broken_env)
     lines = []
     out = tmp_path / "run"
-    rc = runner.run(matrix_mod.load(None), "quick", "cpu", out, only="scaling/resnet50/*", synthetic="all",
+    rc = runner.run(matrix_mod.load(quick_pynative_matrix(tmp_path / "m.toml")), "quick", "cpu", out,
+                    only="scaling/resnet50/*", synthetic="all",
                     repeats=1, log=lines.append)  # one repeat: C5's claim_repeats would fail two cells twice
     assert rc == 1
     results = {p.parent.relative_to(out / "cells").as_posix(): json.loads(p.read_text())

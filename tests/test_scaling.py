@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, harness
+from tests.conftest import REPO, harness, quick_pynative_matrix, with_quick_pynative
 
 
 def _processes_with(needle: str) -> list[int]:
@@ -30,8 +30,10 @@ def scaling_run(tmp_path_factory):
     # As reproduce.sh runs it: this interpreter by its path, with no virtual environment's bin/ on PATH (the
     # launchers' workers must still get this interpreter).
     env = {**os.environ, "PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"}
+    m = quick_pynative_matrix(tmp_path_factory.mktemp("matrix") / "m.toml")
     p = subprocess.run([sys.executable, "-m", "harness", "run", "--platform", "cpu", "--out", str(out), "--synthetic",
-                        "--only", "*/resnet50/*/amp-off/*", "--repeats", "1"], capture_output=True, text=True,
+                        "--only", "*/resnet50/*/amp-off/*", "--repeats", "1", "--matrix", str(m)],
+                       capture_output=True, text=True,
                        timeout=1200, cwd=REPO, env=env)
     assert p.returncode == 0, p.stderr[-3000:]
     # One repeat of every cell (the quick profile's claim_repeats would run the compared cells twice, a cost this test
@@ -54,7 +56,7 @@ def test_two_process_cells_are_ok_with_identical_weights_on_every_rank(scaling_r
 
 @pytest.mark.parametrize("framework, mode", [("pytorch", "eager"), ("mindspore", "pynative")])
 def test_a_rank_that_dies_fails_the_cell_with_every_ranks_log_and_leaves_no_process(tmp_path, framework, mode):
-    matrix = (REPO / "harness" / "matrix.toml").read_text().replace(
+    matrix = with_quick_pynative((REPO / "harness" / "matrix.toml").read_text()).replace(
         "profile.quick = { epochs = 2, train_samples = 32,", "profile.quick = { epochs = 500, train_samples = 32,")
     (tmp_path / "m.toml").write_text(matrix)
     out = tmp_path / "run"
