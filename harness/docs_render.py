@@ -10,13 +10,15 @@ the same text.
 from __future__ import annotations
 
 import shlex
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from harness import claims as claim_rules
+from harness import estimate
 from harness.errors import HarnessError
 from harness.measure import LEVEL, interval_text
 from harness.store import RunStore
@@ -76,13 +78,13 @@ class Run:
         return shlex.join(["python", "-m", "harness", *_without_paths(list(first.get("argv") or [])[1:])])
 
     def wall_s(self) -> float:
-        """Each invocation's start to its finish, summed over the invocations."""
-        total = 0.0
-        for inv in self.invocations:
-            if not inv.get("started_at") or not inv.get("finished_at"):
-                raise HarnessError(f"{self.path / 'run.json'}: an invocation has no started_at/finished_at (the run "
-                                   f"did not finish); finish it with --resume before publishing it")
-            total += (_time(inv["finished_at"]) - _time(inv["started_at"])).total_seconds()
+        """Each invocation's start to its finish, summed over the invocations (harness.estimate.wall_s)."""
+        if not self.invocations:
+            return 0.0
+        total = estimate.wall_s(self.meta)
+        if total is None:
+            raise HarnessError(f"{self.path / 'run.json'}: an invocation has no started_at/finished_at (the run "
+                               f"did not finish); finish it with --resume before publishing it")
         return total
 
     def wall(self) -> str:
@@ -136,13 +138,13 @@ class Run:
         pairs = [(a[0], b[0]) for a, b in pairs if a and b]
         return "; ".join(f"load average {a:.2f} at the start, {b:.2f} at the finish" for a, b in pairs)
 
+    @cached_property
+    def _ok_repeats(self) -> dict[str, int]:
+        return Counter(r["cell"] for r in self.results if r.get("status") == "ok")
+
     def repeats_of(self, cells: list[str]) -> int:
         """The fewest ok repeats among these cells: the n a comparison's interval was taken at."""
-        ok = {}
-        for r in self.results:
-            if r.get("status") == "ok":
-                ok[r["cell"]] = ok.get(r["cell"], 0) + 1
-        return min((ok.get(c, 0) for c in cells), default=0)
+        return min((self._ok_repeats.get(c, 0) for c in cells), default=0)
 
     def top_cells(self, k: int = TOP_CELLS) -> list[tuple[str, int, float]]:
         """The k cells with the most elapsed_s summed over their repeats: (cell, repeats, seconds)."""
@@ -153,10 +155,6 @@ class Run:
 
     def claims(self) -> list[claim_rules.Claim]:
         return claim_rules.evaluate(self.results, platform=self.meta["platform"], profile=self.profile)
-
-
-def _time(stamp: str) -> datetime:
-    return datetime.fromisoformat(stamp)
 
 
 def duration(seconds: float) -> str:

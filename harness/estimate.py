@@ -34,8 +34,8 @@ def _seconds(a: str, b: str) -> float:
 
 def wall_s(meta: dict[str, Any]) -> float | None:
     """A run's wall time: the sum of its invocations' (an interrupted run's pause is not counted)."""
-    spans = [(i.get("started_at"), i.get("finished_at")) for i in meta.get("invocations", [])]
-    if not spans or any(b is None for _, b in spans):
+    spans = [(i.get("started_at"), i.get("finished_at")) for i in meta.get("invocations") or [] if isinstance(i, dict)]
+    if not spans or any(not a or not b for a, b in spans):
         return None
     return sum(_seconds(a, b) for a, b in spans)
 

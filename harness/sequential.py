@@ -36,7 +36,7 @@ import numpy as np
 
 from harness import arith, measure
 from harness.claims import operators as operator_claims
-from harness.claims.common import NOT_MEASURED, Claim, Part
+from harness.claims.common import NOT_MEASURED, Claim, Part, interval_side
 from harness.claims.paper import INCONCLUSIVE, TIE_RATIO
 
 EARLY_ERROR = 0.025   # one-sided chance of settling on the wrong side of a band edge at a look before the cap
@@ -48,13 +48,6 @@ WIDEN = {2: 3.29, 3: 1.31, 4: 1.11}
 
 def widen_factor(n: int) -> float:
     return WIDEN.get(n, 1.0) if n >= 2 else math.inf
-
-
-def side_of(interval: tuple[float, float | None]) -> str:
-    """Where an interval lies against the tie band: below | tie | above, or INCONCLUSIVE across an edge."""
-    lo, hi = interval
-    sides = {arith.side(lo, TIE_RATIO), "above" if hi is None else arith.side(hi, TIE_RATIO)}
-    return sides.pop() if len(sides) == 1 else INCONCLUSIVE
 
 
 def widened(interval: tuple[float, float | None], factor: float) -> tuple[float, float | None]:
@@ -73,7 +66,7 @@ def settles(interval: tuple[float, float | None] | None, n: int, cap: int) -> bo
         return True
     if interval[0] <= 0:
         return False
-    return side_of(widened(interval, widen_factor(n))) != INCONCLUSIVE
+    return interval_side(widened(interval, widen_factor(n))) != INCONCLUSIVE
 
 
 @dataclass(frozen=True)
@@ -140,7 +133,7 @@ def simulate(ratio: float, cv: float, minimum: int, cap: int, trials: int, seed:
             a.append(float(rng.lognormal(math.log(ratio), cv)))
             b.append(float(rng.lognormal(0.0, cv)))
             n += 1
-        verdict = side_of(interval)
+        verdict = interval_side(interval)
         wrong += verdict not in (truth, INCONCLUSIVE)
         unsure += verdict == INCONCLUSIVE
         total += n

@@ -15,16 +15,16 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from harness import matrix, measure  # noqa: E402
-from harness.store import RunStore  # noqa: E402
+from harness import estimate as estimate_mod  # noqa: E402
+from harness import matrix  # noqa: E402
 
 
 def estimate(run: Path, profile: str, repeats: int | None = None) -> list[dict]:
     """Per cell of the profile: its recorded seconds per repeat (None where the run lacks it) and its repeats."""
-    index = measure.summarise(RunStore(run).results())
+    times = estimate_mod.per_cell(run)
     rows = []
     for cell in matrix.load().expand(profile, repeats=repeats):
-        per = index[cell.id].measure("elapsed_s").median if cell.id in index else None
+        per = times[cell.id].median if cell.id in times else None
         rows.append({"cell": cell.id, "repeats": cell.repeats, "recorded_s": per,
                      "estimate_s": per * cell.repeats if per is not None else None})
     return rows

@@ -119,6 +119,15 @@ def _models(index: dict[str, Repeats]) -> list[str]:
     return list(PAPER_MODELS) + sorted(seen - set(PAPER_MODELS))
 
 
+def interval_side(interval: Interval) -> str:
+    """Where an interval lies against the tie band: 'below' / 'tie' / 'above' where both ends agree (an infinite upper
+    end is above), INCONCLUSIVE where they lie on different sides (across an edge of the band). The one rule of the
+    claims, the operator claims and the sequential repeats (harness.sequential)."""
+    lo, hi = interval
+    sides = {_side(lo), "above" if hi is None else _side(hi)}
+    return sides.pop() if len(sides) == 1 else INCONCLUSIVE
+
+
 def _compare(name: str, cells: list[str], ratio: float, expect: str, text: str,
              interval: Interval | None = None) -> Part:
     """A part that supports the claim when `ratio` lies on the `expect` side of 1 (beyond the tie margin). With an
@@ -127,9 +136,7 @@ def _compare(name: str, cells: list[str], ratio: float, expect: str, text: str,
     side = _side(ratio)
     ends = ""
     if interval is not None:
-        lo, hi = interval
-        sides = {_side(lo), "above" if hi is None else _side(hi)}
-        side = sides.pop() if len(sides) == 1 else INCONCLUSIVE
+        side = interval_side(interval)
         ends = f"; {LEVEL:.0%} interval {interval_text(interval)}"
     verdict = {expect: SUPPORTS, INCONCLUSIVE: INCONCLUSIVE}.get(side, CONTRADICTS)
     note = (f", a tie (within {TIE_RATIO - 1:.0%})" if side == "tie" else

@@ -21,6 +21,7 @@ from harness.claims.common import (
     _missing,
     _parsed,
     _side,
+    interval_side,
 )
 from harness.claims.paper import INCONCLUSIVE, MIN_PARAM_LEVELS, OP_MS_MODES, OP_PT_MODE, TERCILE, TIE_RATIO
 from harness.measure import LEVEL, OpConfig, interval_text, operator_ratios, replicate_interval
@@ -68,10 +69,7 @@ def _interval(groups: list[list[OpRatio]], stat: Callable[..., np.ndarray]) -> I
 def _interval_side(interval: Interval | None, point: float) -> str:
     """'above' / 'below' / 'tie' for a ratio, decided by its interval's two ends where it has one (both ends within
     the tie band: a tie; the ends on different sides: INCONCLUSIVE), else by the point value."""
-    if interval is None:
-        return _side(point)
-    sides = {_side(interval[0]), _side(interval[1])}
-    return sides.pop() if len(sides) == 1 else INCONCLUSIVE
+    return _side(point) if interval is None else interval_side(interval)
 
 
 def paired_ratios(index: dict[str, Repeats]) -> list[OpRatio]:
