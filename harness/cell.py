@@ -20,18 +20,23 @@ class Cell:
     framework: str
     mode: str
     amp: str
-    devices: int
+    devices: int              # every process of the cell, over all its nodes
     repeats: int
     timeout_s: float
     seed: int
     model: str | None = None
     op: str | None = None
+    nodes: int = 1            # hosts the cell runs on, devices // nodes processes on each (a multi-node run)
     spec: Spec                # the settings from the matrix file, of the class SPEC_FOR_KIND[kind]
 
     @property
     def dataset(self) -> str | None:
         """The dataset the cell loads (model, scaling and passes cells); None for operator and inference cells."""
         return self.spec.dataset if isinstance(self.spec, ModelSpec) else None
+
+    @property
+    def devices_per_node(self) -> int:
+        return self.devices // self.nodes
 
     def axes(self) -> dict[str, Any]:
         op = self.spec if isinstance(self.spec, OperatorSpec) else None  # dtype and direction: operator axes

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import sys
 import time
 import traceback
@@ -18,6 +19,7 @@ from harness.cell import Cell
 from harness.context import CellContext
 from harness.errors import Unsupported
 from harness.frameworks import backend as load_backend
+from harness.launch import pid_line as launch_pid_line
 from harness.store import write_json_atomic
 
 
@@ -38,9 +40,15 @@ def main(spec_path: str) -> int:
     backend = load_backend(cell.framework)
     rank, local_rank, world = backend.rank_from_env()
     if world > 1:  # each rank logs to its own file, so a failure shows every rank's tail
-        log = os.open(rank_path(spec["log"], rank, world), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        # msrun runs this file in its scheduler process too (MS_ROLE=MS_SCHED, RANK_ID=0): its output goes beside
+        # the ranks', not into rank 0's file.
+        name = spec["log"].removesuffix(".log") + ".scheduler.log" if os.environ.get("MS_ROLE") == "MS_SCHED" \
+            else rank_path(spec["log"], rank, world)
+        log = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         os.dup2(log, 1)
         os.dup2(log, 2)
+        # The launchers name a dead worker by its pid: this line lets the runner name its rank and node.
+        print(f"{launch_pid_line(rank, os.getpid())}", flush=True)
     ctx = CellContext(cell=cell, platform=spec["platform"], repeat=spec["repeat"], data_folder=spec["data_folder"],
                       synthetic=spec["synthetic"], rank=rank, local_rank=local_rank, world_size=world)
     events_path = rank_path(spec["events"], rank, world)
@@ -74,10 +82,33 @@ def main(spec_path: str) -> int:
         recording = sampler.stop() if sampler is not None else None
     if out.get("status") == "ok":
         out.update(_telemetry(recording, events_path, out, cell, t_events0, framework_peak, framework_why))
+    out.update(node=int(os.environ.get("HARNESS_NODE_RANK", 0) or 0), host=socket.gethostname())
     write_json_atomic(rank_path(spec["child_result"], rank, world), out)
     if world == 1:
         leave_now(0)
+    if out.get("status") == "ok":
+        share_ranks(backend, ctx, spec, events_path, out)
     return 0
+
+
+def share_ranks(backend, ctx: CellContext, spec: dict, events_path: str, out: dict) -> None:
+    """Every rank's result and event log to every host, over the cell's own collective: the first rank on each host
+    writes the other hosts' ranks' files beside its own (r0.rank3.child.json, r0.rank3.mllog), so node 0's runner
+    merges every rank of a cell that ran over several hosts, with no shared folder between them. On one host the
+    files are all there already; the gather costs one collective (well under a second on the 2-core machine)."""
+    with open(events_path) as f:
+        mine = {"rank": ctx.rank, "node": out["node"], "child": out, "events": f.read()}
+    everyone = backend.all_gather_object(ctx, mine)
+    if ctx.local_rank != 0:
+        return
+    for other in everyone:
+        if other["node"] == out["node"]:
+            continue   # this host's own ranks wrote theirs
+        write_json_atomic(rank_path(spec["child_result"], other["rank"], ctx.world_size), other["child"])
+        tmp = rank_path(spec["events"], other["rank"], ctx.world_size) + ".part"
+        with open(tmp, "w") as f:
+            f.write(other["events"])
+        os.replace(tmp, rank_path(spec["events"], other["rank"], ctx.world_size))
 
 
 def leave_now(rc: int) -> None:

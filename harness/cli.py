@@ -117,8 +117,10 @@ def _run(args) -> int:
 
 
 def _list(args) -> int:
+    from harness import launch
+
     m = matrix_mod.load(args.matrix)
-    cells = m.expand(args.profile, args.only, args.repeats)
+    cells = m.expand(args.profile, args.only, args.repeats, launch.nodes().count)  # HARNESS_NNODES: a multi-node run's
     rows = [{"cell": c.id, "kind": c.kind, "repeats": c.repeats, "skip": m.skip_reason(c, args.platform, args.profile)}
             for c in cells]
     if args.json:

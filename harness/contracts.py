@@ -40,7 +40,8 @@ class Backend(Protocol):
         import the framework)."""
 
     def launch_argv(self, n: int, spec_path: str, port: int, log_dir: str, multi_node: dict[str, str]) -> list[str]:
-        """The framework's own launcher starting n processes of `python -m harness.child spec_path`."""
+        """The framework's own launcher starting n processes of `python -m harness.child spec_path` on this host;
+        `multi_node` (harness.launch.Nodes.launcher_options; empty on one host): nnodes, node_rank, master_addr."""
 
     def rank_from_env(self) -> tuple[int, int, int]:
         """(rank, local rank, world size) as the launcher set them; (0, 0, 1) for one process."""
@@ -51,6 +52,10 @@ class Backend(Protocol):
     def set_threads(self, ctx: CellContext, n: int) -> dict[str, Any]:
         """The framework's CPU kernels on n threads (called after setup, before anything is built); returns the
         settings applied (they go into the result)."""
+
+    def all_gather_object(self, ctx: CellContext, obj: Any) -> list[Any]:
+        """Every rank's `obj` (picklable), in rank order, over the cell's own collective (called by every rank of a
+        launched cell once its measurements are written)."""
 
     def synchronize(self, ctx: CellContext) -> None:
         """Wait for all queued device work (called before a clock is read)."""

@@ -120,21 +120,26 @@ def scaling(rows: list[dict[str, Any]], host: str, folder: Path) -> dict[str, st
         return None
     # per setting: (devices, global throughput spread, efficiency spread), a spread being {median, min, max, ...}
     one = {"median": 1.0, "min": 1.0, "max": 1.0}
+    # A setting over several nodes is a series of its own (devices counted over every node, ticks nodes x devices).
     series: dict[tuple, list[tuple[int, dict, dict]]] = {}
+    ticks: dict[int, set[str]] = {1: {"1"}}   # a device count's tick: 4, 2x2 (nodes x devices per node), or both
     for r in scal:
-        series.setdefault((r["model"], r["framework"], r["mode"], r["amp"]), []).append(
+        series.setdefault((r["model"], r["framework"], r["mode"], r["amp"], r["nodes"]), []).append(
             (r["devices"], r["global_throughput_spread"], r["efficiency_spread"]))
+        ticks.setdefault(r["devices"], set()).add(
+            str(r["devices"]) if r["nodes"] == 1 else f"{r['nodes']}x{r['devices'] // r['nodes']}")
     for r in rows:
-        key = (r["model"], r["framework"], r["mode"], r["amp"])
-        if r["host"] == host and r["kind"] == "model" and r["devices"] == 1 and key in series \
-                and r["other_epochs"]["median"] is not None:
-            series[key].append((1, r["other_epochs"], one))
+        for key in [k for k in series if k[:4] == (r["model"], r["framework"], r["mode"], r["amp"])]:
+            if r["host"] == host and r["kind"] == "model" and r["devices"] == 1 \
+                    and r["other_epochs"]["median"] is not None:
+                series[key].append((1, r["other_epochs"], one))
     fig, (left, right) = plt.subplots(1, 2, figsize=(6.4, 2.4))
     devices = set()
-    for (model, fw, mode, amp), pts in sorted(series.items(), key=lambda kv: kv[0]):
+    for (model, fw, mode, amp, nodes), pts in sorted(series.items(), key=lambda kv: kv[0]):
         pts.sort(key=lambda p: p[0])
         devices.update(p[0] for p in pts)
-        label = f"{model}: {fw} {mode}" + ("" if amp == "off" else f" AMP {amp}")
+        label = (f"{model}: {fw} {mode}" + ("" if amp == "off" else f" AMP {amp}")
+                 + ("" if nodes == 1 else f", {nodes} nodes"))
         kw = {"color": COLOURS.get(fw, "grey"), "linestyle": STYLES.get(mode, "-"),
               "marker": AMP_MARKERS.get(amp, "o"), "markersize": 3, "linewidth": 1, "label": label, "capsize": 2,
               "elinewidth": 0.8}
@@ -145,11 +150,12 @@ def scaling(rows: list[dict[str, Any]], host: str, folder: Path) -> dict[str, st
             high = [_nan(p[i]["max"], y_) - y_ for y_, p in zip(y, pts, strict=True)]
             ax.errorbar(x, y, yerr=[low, high] if any(low + high) else None, **kw)
     unit = next((r["unit"] for r in scal if r.get("unit")), "samples/s")
-    left.set(xlabel="devices", ylabel=f"global throughput ({unit})", title="throughput")
-    right.set(xlabel="devices", ylabel="efficiency", title="scaling efficiency", ylim=(0, 1.1))
+    left.set(xlabel="devices (nodes x devices per node)", ylabel=f"global throughput ({unit})", title="throughput")
+    right.set(xlabel="devices (nodes x devices per node)", ylabel="efficiency", title="scaling efficiency",
+              ylim=(0, 1.1))
     right.axhline(1.0, color="black", linewidth=0.8, linestyle="--")
     for ax in (left, right):
-        ax.set_xticks(sorted(devices))
+        ax.set_xticks(sorted(devices), ["/".join(sorted(ticks.get(d, {str(d)}))) for d in sorted(devices)])
     right.legend(loc="center left", bbox_to_anchor=(1.02, 0.5), frameon=False)
     fig.tight_layout()
     return _finish(fig, folder, f"fig4-{slug(host)}")
@@ -201,7 +207,7 @@ def energy(rows: list[dict[str, Any]], host: str, folder: Path) -> dict[str, str
     if not mine:
         return None
     mine.sort(key=lambda r: (r["model"], r["framework"], r["mode"], r["amp"], r["devices"]))
-    names = [f"{r['model']} {_label(r)}" + (f" {r['devices']}dev" if r["devices"] != 1 else "") for r in mine]
+    names = [f"{r['model']} {_label(r)}" + (f" {r['devices_label']} dev" if r["devices"] != 1 else "") for r in mine]
     values = [1.0 / r["samples_per_joule"]["median"] for r in mine]
     fig, ax = plt.subplots(figsize=(6.4, 0.22 * len(mine) + 0.8))
     ax.barh(range(len(mine)), values, color=[COLOURS.get(r["framework"], "grey") for r in mine])

@@ -5,13 +5,17 @@ this module only starts, watches and ends processes."""
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import signal
 import socket
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
+
+from harness.errors import HarnessError
 
 LOG_TAIL_LINES = 40
 KILL_GRACE_S = 5.0
@@ -97,11 +101,60 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def multi_node() -> dict[str, str]:
-    """Several hosts: the launchers' own options, set through HARNESS_NNODES, HARNESS_NODE_RANK,
-    HARNESS_MASTER_ADDR and HARNESS_MASTER_PORT (and the same --out layout on every host)."""
-    env = {"nnodes": "HARNESS_NNODES", "node_rank": "HARNESS_NODE_RANK", "master_addr": "HARNESS_MASTER_ADDR"}
-    return {k: os.environ[v] for k, v in env.items() if v in os.environ}
+@dataclass(frozen=True)
+class Nodes:
+    """Where this host stands in a multi-node run: HARNESS_NNODES hosts, this one HARNESS_NODE_RANK, the launchers'
+    rendezvous at HARNESS_MASTER_ADDR:HARNESS_MASTER_PORT (node 0's address; the port fixed, since every host must
+    name the same one). One host: Nodes() (count 1, rank 0), and each cell's launcher takes a free local port."""
+
+    count: int = 1
+    rank: int = 0
+    master_addr: str = "127.0.0.1"
+    master_port: int | None = None
+
+    @property
+    def is_worker(self) -> bool:
+        """A node other than node 0: it serves the multi-node cells, node 0 records their results."""
+        return self.rank > 0
+
+    def launcher_options(self) -> dict[str, str]:
+        return {"nnodes": str(self.count), "node_rank": str(self.rank), "master_addr": self.master_addr}
+
+
+NODE_VARS = ("HARNESS_NNODES", "HARNESS_NODE_RANK", "HARNESS_MASTER_ADDR", "HARNESS_MASTER_PORT")
+
+
+def nodes(environ=None) -> Nodes:
+    """The multi-node settings from the environment, checked: a bad one is one line naming the variable."""
+    env = os.environ if environ is None else environ
+
+    def number(name: str, default: int | None, least: int) -> int | None:
+        raw = env.get(name, "").strip()
+        if not raw:
+            return default
+        if not raw.isdigit() or int(raw) < least:
+            raise HarnessError(f"{name}={raw!r} is not a whole number of at least {least}; set it on every host")
+        return int(raw)
+
+    count = number("HARNESS_NNODES", 1, 1)
+    rank = number("HARNESS_NODE_RANK", 0, 0)
+    port = number("HARNESS_MASTER_PORT", None, 1)
+    addr = env.get("HARNESS_MASTER_ADDR", "").strip()
+    if count == 1:
+        if rank:
+            raise HarnessError(f"HARNESS_NODE_RANK={rank} without HARNESS_NNODES: set HARNESS_NNODES to the number of "
+                               f"hosts on every host, or unset HARNESS_NODE_RANK")
+        return Nodes(master_port=port)
+    if rank >= count:
+        raise HarnessError(f"HARNESS_NODE_RANK={rank} with HARNESS_NNODES={count}: node ranks run from 0 to "
+                           f"{count - 1}")
+    missing = [v for v, val in (("HARNESS_MASTER_ADDR", addr), ("HARNESS_MASTER_PORT", port)) if not val]
+    if missing:
+        raise HarnessError(f"a multi-node run (HARNESS_NNODES={count}) needs {' and '.join(missing)}: node 0's address "
+                           f"and a free port, the same on every host")
+    if port is not None and port > 65535:
+        raise HarnessError(f"HARNESS_MASTER_PORT={port} is not a port (1-65535)")
+    return Nodes(count=count, rank=rank, master_addr=addr, master_port=port)
 
 
 def kill_group(proc: subprocess.Popen) -> None:
@@ -134,6 +187,70 @@ def tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
         return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
     except OSError:
         return ""
+
+
+def pid_line(rank: int, pid: int) -> str:
+    """The first line of a launched rank's log: harness.child writes it, rank_pids reads it."""
+    return f"harness.child: rank {rank} pid {pid}"
+
+
+def rank_pids(logs: list[Path]) -> dict[int, int]:
+    """pid -> rank, from the first line of each rank's log."""
+    out = {}
+    for log in logs:
+        m = re.match(r"harness\.child: rank (\d+) pid (\d+)", tail_head(log))
+        if m:
+            out[int(m.group(2))] = int(m.group(1))
+    return out
+
+
+def tail_head(path: Path) -> str:
+    try:
+        with open(path, errors="replace") as f:
+            return f.readline()
+    except OSError:
+        return ""
+
+
+# How each launcher names the first worker that died (pid, exit code; a signal is a negative code):
+#   torchrun:  "Root Cause (first observed failure): ... exitcode  : -9 (pid: 338)"
+#   msrun:     "Worker process 411 exit with exception. Error code: -9."
+DEAD_WORKER = (re.compile(r"Root Cause.*?exitcode\s*:\s*(?P<code>-?\d+) \(pid: (?P<pid>\d+)\)", re.S),
+               re.compile(r"Worker process (?P<pid>\d+) exit with exception\. Error code: (?P<code>-?\d+)"))
+# msrun's scheduler (on node 0) names a worker it lost: "worker 1 is the first one timed out".
+LOST_WORKER = re.compile(r"worker (\d+) is the first one timed out")
+
+
+def dead_worker(launcher_log: Path) -> tuple[int, int] | None:
+    """(pid, exit code) of the first worker the launcher saw die, or None."""
+    text = tail(launcher_log, 400)
+    for pattern in DEAD_WORKER:
+        m = pattern.search(text)
+        if m:
+            return int(m.group("pid")), int(m.group("code"))
+    return None
+
+
+def lost_worker(scheduler_log: Path) -> int | None:
+    """The rank msrun's scheduler lost first (it stopped answering), or None."""
+    m = LOST_WORKER.search(tail(scheduler_log, 400))
+    return int(m.group(1)) if m else None
+
+
+PEER_LOST = ("Connection closed by peer", "Connection reset by peer", "Broken pipe", "Connection refused")
+
+
+def peer_lost(text: str) -> bool:
+    """Whether a rank's output says it lost a peer (the collective's connection to another rank closed), rather
+    than an error of its own."""
+    return any(m in text for m in PEER_LOST)
+
+
+def own_error(path: Path) -> str | None:
+    """The log's last 'SomethingError: ...' line, or None where it has none."""
+    err = last_error(path)
+    head = err.split(":", 1)[0]
+    return err if ":" in err and head.isidentifier() and head.endswith(("Error", "Exception")) else None
 
 
 def last_error(path: Path) -> str:

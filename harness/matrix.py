@@ -44,14 +44,24 @@ class Matrix:
 
     def skip_reason(self, cell: Cell, platform: str, profile: str | None = None) -> str | None:
         """The reason a [[skip]] rule gives for this cell on this platform (in this profile), or None."""
-        values = {**cell.axes(), "platform": platform, "profile": profile}
+        # A multi-node cell meets the rules with the devices of one node: a host's limits are per host.
+        values = {**cell.axes(), "devices": cell.devices_per_node, "platform": platform, "profile": profile}
         for rule in self.data.get("skip", []):
             if _matches(rule, values):
                 return rule["why"]
         return None
 
-    def expand(self, profile_name: str, only: str | None = None, repeats: int | None = None) -> list[Cell]:
-        """The profile's cells (those matching `only`), each with its number of repeats (`repeats`: every cell's)."""
+    def expand(self, profile_name: str, only: str | None = None, repeats: int | None = None,
+               nodes: int = 1) -> list[Cell]:
+        """The profile's cells (those matching `only`), each with its number of repeats (`repeats`: every cell's).
+
+        `nodes` > 1 (a multi-node run, HARNESS_NNODES): the profile's data-parallel cells over that many hosts, one for
+        each of the profile's device counts as the devices per node (ResNet50 at [1, 2] on 2 nodes: 2x1dev and 2x2dev),
+        and nothing else: the 1-device cells their efficiency is measured against, the operators and the companion
+        studies run on one host, in a run of their own. A setting that an [[exclude]] rule leaves out of data
+        parallelism on one host is left out across nodes too; the [[skip]] rules see the devices of one node."""
+        if nodes > 1:
+            return self._select(self._multi_node(profile_name, repeats, nodes), only, profile_name)
         prof = self.profile(profile_name)
         defaults = self.data.get("defaults", {})
         timeout = float(prof.get("timeout_s", defaults.get("timeout_s", 1800)))
@@ -75,6 +85,26 @@ class Matrix:
             cells.extend(self._operator_cells(op, profile_name, prof, timeout, seed, base))
         cells.extend(companion_matrix.expand(self, profile_name, prof, timeout, seed, base))  # inference, passes
         cells = [replace(c, repeats=_repeats(c, prof, repeats)) for c in cells]
+        return self._select(cells, only, profile_name)
+
+    def _multi_node(self, profile_name: str, repeats: int | None, nodes: int) -> list[Cell]:
+        prof = self.profile(profile_name)
+        cells = []
+        base = int(prof.get("repeats", 1))
+        for c in self.expand(profile_name):
+            if c.kind != "model":   # every model cell's setting, at each device count per node
+                continue
+            # A setting left out of data parallelism on one host at any device count is left out across nodes too.
+            if any(self.excluded({**c.axes(), "devices": d, "profile": profile_name})
+                   for d in prof["devices"] if d > 1):
+                continue
+            for per_node in prof["devices"]:
+                n = nodes * per_node
+                cells.append(replace(c, id=cellid.model_id(c.model or "", c.framework, c.mode, c.amp, n, nodes),
+                                     kind="scaling", devices=n, nodes=nodes, repeats=base))
+        return [replace(c, repeats=_repeats(c, prof, repeats)) for c in cells]
+
+    def _select(self, cells: list[Cell], only: str | None, profile_name: str) -> list[Cell]:
         if only is not None:
             # Several globs, comma-separated: a cell is kept when any of them matches its id.
             globs = [g.strip() for g in only.split(",") if g.strip()]

@@ -19,7 +19,7 @@ from typing import Any
 
 import jinja2
 
-from harness import cellid, companion, faults, figures, measure, platforms
+from harness import arith, cellid, companion, faults, figures, measure, platforms
 from harness import claims as claim_rules
 from harness.errors import HarnessError
 from harness.store import RunStore, write_atomic
@@ -86,7 +86,9 @@ def _row(host: str, s: measure.Repeats) -> dict[str, Any]:
     return {
         "host": host, "platform": first.get("platform"), "cell": s.cell, "kind": first.get("kind"),
         "model": first.get("model"), "framework": first.get("framework"), "mode": first.get("mode"),
-        "amp": first.get("amp"), "devices": first.get("devices"), "unit": first.get("throughput_unit"),
+        "amp": first.get("amp"), "devices": first.get("devices"), "nodes": first.get("nodes") or 1,
+        "devices_label": cellid.devices_label(first.get("devices") or 1, first.get("nodes") or 1),
+        "unit": first.get("throughput_unit"),
         "status": "ok" if s.ok else first.get("status"), "repeats": s.repeats, "repeats_ok": len(s.ok),
         "synthetic": any(r.get("synthetic") for r in s.ok + s.not_ok), "curve": s.curve(),
         "first_epoch": spread("first_epoch_throughput"), "other_epochs": spread("mean_throughput_other_epochs"),
@@ -130,7 +132,7 @@ def collect(runs: list[Path]) -> dict[str, Any]:
                 problems.append({**r, "host": label})
             results.setdefault(label, []).append(r)
     index = {h["label"]: measure.summarise(results.get(h["label"], [])) for h in hosts}
-    rows = [_row(host, index[host][cell]) for host in index for cell in sorted(index[host])]
+    rows = _efficiency_from_one_device([_row(host, index[host][c]) for host in index for c in sorted(index[host])])
     profiles = sorted({h["meta"].get("profile") for h in hosts if h["meta"].get("profile")})
     claims = {h["label"]: claim_rules.evaluate(results.get(h["label"], []), platform=h["meta"].get("platform"),
                                                profile=h["meta"].get("profile")) for h in hosts}
@@ -149,6 +151,22 @@ def collect(runs: list[Path]) -> dict[str, Any]:
                                for h in hosts},
             "synthetic": any(r["synthetic"] for r in rows), "profiles": profiles, "paper_env": PAPER_ENV,
             "env_rows": environment_rows(hosts), "version_note": version_note(hosts), "at_best": at_best(hosts)}
+
+
+def _efficiency_from_one_device(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A scaling cell whose run folder lacks its 1-device cell (a multi-node run: the 1-device cells run on one host,
+    in a run of their own) stores no efficiency; the report makes it from the same host's 1-device row, as the claims
+    do (its median over the 1-device cell's median)."""
+    one = {(r["host"], r["model"], r["framework"], r["mode"], r["amp"]): r["other_epochs"]["median"]
+           for r in rows if r["kind"] == "model" and r["devices"] == 1}
+    for r in rows:
+        base = one.get((r["host"], r["model"], r["framework"], r["mode"], r["amp"]))
+        g = r["global_throughput_spread"]
+        if r["kind"] == "scaling" and r["efficiency"] is None and base and g["median"] is not None:
+            r["efficiency_spread"] = {**g, **{k: arith.efficiency(arith.per_device(g[k], r["devices"]), base)
+                                              for k in ("median", "min", "max") if g.get(k) is not None}}
+            r["efficiency"] = r["efficiency_spread"]["median"]
+    return rows
 
 
 REFERENCE_GAP = "reference_gap.json"  # written into a run folder by benchmarks/reference_gap.py --out
@@ -185,9 +203,10 @@ def table1(rows: list[dict[str, Any]], hosts: list[dict[str, Any]],
     for r in rows:
         if r["kind"] not in THROUGHPUT_KINDS:
             continue
-        key = (r["model"], r["framework"], r["mode"], r["amp"], r["devices"])
+        key = (r["model"], r["framework"], r["mode"], r["amp"], r["devices"], r["nodes"])
         line = lines.setdefault(key, {"model": r["model"], "framework": r["framework"], "mode": r["mode"],
-                                      "amp": r["amp"], "devices": r["devices"], "unit": r["unit"], "by_host": {},
+                                      "amp": r["amp"], "devices": r["devices"], "nodes": r["nodes"],
+                                      "devices_label": r["devices_label"], "unit": r["unit"], "by_host": {},
                                       "vs_pytorch": {}})
         line["by_host"][r["host"]] = r
         cells = (index or {}).get(r["host"], {})

@@ -50,7 +50,7 @@ from harness.spec import ModelSpec
 from harness.store import SCHEMA, RunStore, write_json_atomic
 
 REPO = Path(__file__).resolve().parent.parent
-KEEP_ON_RESUME = ("ok", "skipped")
+KEEP_ON_RESUME = ("ok", "skipped", "served")   # served: a worker node's share of a multi-node cell
 PORT_TRIES = 3
 
 
@@ -82,11 +82,15 @@ def run(matrix: Matrix, profile: str, platform: str, out: Path, *, only: str | N
     (cell, repeat) already ok is kept: raising the repeats of a finished run runs only the repeats it lacks.
     `max_repeats`: the cap of the sequential repeats (harness.sequential; default the profile's `max_repeats`): after
     the first pass, a comparison not yet settled gets one more repeat of its cells per round, up to the cap."""
-    cells = matrix_mod.shard(matrix.expand(profile, only, repeats), shard)
+    node = launch.nodes()   # HARNESS_NNODES and the rest, checked before anything else
+    cells = matrix_mod.shard(matrix.expand(profile, only, repeats, node.count), shard)
     if not cells:
         raise HarnessError(f"--shard {shard} holds no cell of the {len(matrix.expand(profile, only))} selected; "
                            f"use fewer shards")
     cap = matrix.max_repeats(profile, repeats, max_repeats)
+    if node.count > 1:
+        # Every node must run the same cells in the same order; only node 0 sees the verdicts, so no extra rounds.
+        cap = max(c.repeats for c in cells)
     check_out(out)
     n_devices = platforms.require(platform)
     if any(c.kind == "operator" for c in cells):
@@ -95,7 +99,7 @@ def run(matrix: Matrix, profile: str, platform: str, out: Path, *, only: str | N
     fake = _synthetic_datasets(cells, synthetic)
     folders = _prepare_data([c for c in cells if c.dataset not in fake], data_dir, allow_download)
     # After every input check: a refused run leaves no stray folder.
-    meta = _claim(store, matrix, profile, platform, synthetic, resume, shard)
+    meta = _claim(store, matrix, profile, platform, synthetic, resume, shard, node)
     env = envinfo.capture() | {"run_started_at": _now(), "run_finished_at": None}
     write_json_atomic(out / "env.json", env)
     shim = launch.interpreter_bin(out)  # first on every cell's PATH: launchers' workers start as `python`
@@ -105,6 +109,11 @@ def run(matrix: Matrix, profile: str, platform: str, out: Path, *, only: str | N
         why = platforms.missing_framework(fw, platform)
         if why:
             log(f"{why}: its {sum(c.framework == fw for c in cells)} cells are recorded as skipped")
+    if node.count > 1:
+        log(f"multi-node run: node {node.rank} of {node.count}, rendezvous at {node.master_addr}:{node.master_port}; "
+            f"the profile's {len(cells)} data-parallel cells over {node.count} nodes, "
+            + ("this node records their results" if not node.is_worker else "node 0 records their results") +
+            "; the 1-device cells they are measured against run on one host, without HARNESS_NNODES")
     log(estimate.line(todo, profile, platform, cap))
     invocation = {"argv": sys.argv, "started_at": _now(), "only": only, "finished_at": None, "interrupted": False,
                   "max_repeats": cap, "load_average_at_start": _load()}
@@ -147,6 +156,8 @@ def run(matrix: Matrix, profile: str, platform: str, out: Path, *, only: str | N
         store.write_result(cell.id, repeat, result)
         if result["status"] not in KEEP_ON_RESUME:
             _require_data(cell, folders)  # a cell that failed because its data folder vanished stops the run
+            if cell.nodes > 1:
+                raise NodeStop(f"{cell.id} r{repeat} {result['status']}: {result.get('reason')}")
         counts[result["status"]] = counts.get(result["status"], 0) + 1
         tail = f" ({str(result['reason']).splitlines()[0][:200]})" if result.get("reason") else ""
         took = time.monotonic() - t
@@ -179,6 +190,13 @@ def run(matrix: Matrix, profile: str, platform: str, out: Path, *, only: str | N
         invocation["interrupted"] = True
         log(f"interrupted ({e}); finished cells are kept in {out}; continue with --resume")
         return 130
+    except NodeStop as e:
+        # The next multi-node cell would wait for a node that is gone: this node's runner ends here, as the others do
+        # at the same cell.
+        invocation["stopped"] = str(e)
+        log(f"stopped on node {node.rank}: {str(e).splitlines()[0][:400]}; every node's runner ends at this cell; "
+            f"run the same command with --resume on every node (results so far are kept in {out})")
+        return 1
     finally:
         failing = sys.exc_info()[1] is not None  # a fault already on its way to the user is the one it sees
         for sig, handler in old.items():
@@ -194,6 +212,10 @@ def run(matrix: Matrix, profile: str, platform: str, out: Path, *, only: str | N
     summary = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
     log(f"done: {summary}; results in {out}")
     return 0 if all(s in KEEP_ON_RESUME for s in counts) else 1
+
+
+class NodeStop(Exception):
+    """A multi-node cell did not finish: the run stops on this node."""
 
 
 class Verdicts:
@@ -274,15 +296,16 @@ def _synthetic_datasets(cells: list[Cell], synthetic: str | None) -> set[str]:
 
 
 def _claim(store: RunStore, matrix: Matrix, profile: str, platform: str, synthetic: str | None,
-           resume: bool, shard: str | None = None) -> dict:
+           resume: bool, shard: str | None = None, node: launch.Nodes | None = None) -> dict:
     """Create the run folder, or check that --resume continues a run of the same kind."""
+    node = node or launch.Nodes()
     if store.is_run():
         meta = store.read_meta()
         if not resume:
             raise HarnessError(f"{store.root} already holds a run; continue it with --resume or choose a new --out")
         for key, want in (("platform", platform), ("profile", profile), ("synthetic", synthetic),
-                          ("shard", shard)):
-            if meta.get(key) != want:
+                          ("shard", shard), ("nodes", node.count), ("node_rank", node.rank)):
+            if meta.get(key, {"nodes": 1, "node_rank": 0}.get(key)) != want:
                 raise HarnessError(f"{store.root} holds a run with {key}={meta.get(key)}, not {want}; "
                                    f"--resume continues the same kind of run only, choose a new --out")
         store.results()  # every result readable by this harness (a newer schema is refused) before anything runs
@@ -296,6 +319,7 @@ def _claim(store: RunStore, matrix: Matrix, profile: str, platform: str, synthet
         raise HarnessError(f"--out {store.root} cannot be created ({e.strerror}); "
                            f"choose a folder you can write") from None
     meta = {"schema": SCHEMA, "platform": platform, "profile": profile, "synthetic": synthetic, "shard": shard,
+            "nodes": node.count, "node_rank": node.rank,
             "matrix": str(matrix.path), "matrix_sha256": hashlib.sha256(matrix.path.read_bytes()).hexdigest(),
             "created_at": _now(), "invocations": []}
     store.write_meta(meta)
@@ -323,7 +347,8 @@ def _base(cell: Cell, repeat: int, platform: str, synthetic: bool) -> dict[str, 
     trains = cell.spec if isinstance(cell.spec, ModelSpec) else None  # model, scaling and passes cells
     return {"schema": SCHEMA, "cell": cell.id, "repeat": repeat, "kind": cell.kind, "model": cell.model,
             "op": cell.op, "framework": cell.framework, "mode": cell.mode, "amp": cell.amp,
-            "devices": cell.devices, "platform": platform, "synthetic": synthetic, "seed": cell.seed,
+            "devices": cell.devices, "nodes": cell.nodes, "platform": platform, "synthetic": synthetic,
+            "seed": cell.seed,
             "dataset": cell.dataset, "reason": None,
             # The results contract's keys are present in every result; what a kind does not measure stays null.
             "metric": trains.metric if trains else None, "target": trains.target if trains else None,
@@ -354,18 +379,21 @@ def _run_child(store: RunStore, cell: Cell, repeat: int, platform: str, folders:
     env = {**os.environ, **process_env, "PYTHONUNBUFFERED": "1",
            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
            "PATH": os.pathsep.join(filter(None, [str(shim), os.environ.get("PATH")]))}
-    fixed_port = os.environ.get("HARNESS_MASTER_PORT")
-    # Epoch lines from the event log as it grows (rank 0's for a multi-process cell).
-    watch = (events_path if cell.devices == 1 else store.path(cell.id, repeat, ".rank0" + eventlog.SUFFIX),
+    node = launch.nodes()
+    fixed_port = node.master_port
+    # Epoch lines from the event log as it grows (the first local rank's for a launched cell).
+    first_local = node.rank * cell.devices_per_node if cell.nodes > 1 else 0
+    watch = (events_path if cell.devices == 1 else store.path(cell.id, repeat, f".rank{first_local}" + eventlog.SUFFIX),
              EpochLines(cell.spec, log)) if log is not None and isinstance(cell.spec, ModelSpec) else None
     retries = 0
     for attempt in range(1, PORT_TRIES + 1):
-        if cell.devices > 1:  # the framework's own launcher starts one process per device
+        if cell.devices > 1:  # the framework's own launcher starts one process per device on this host
             # A port found free can be taken by another process before the launcher binds it: on a clash the
             # cell is started again with another port (a fixed HARNESS_MASTER_PORT is never changed).
             port = int(fixed_port or launch.free_port())
-            argv = backend.launch_argv(cell.devices, str(spec_path), port, str(cell_dir / f"r{repeat}.launcher"),
-                                       launch.multi_node())
+            argv = backend.launch_argv(cell.devices_per_node, str(spec_path), port,
+                                       str(cell_dir / f"r{repeat}.launcher"),
+                                       node.launcher_options() if cell.nodes > 1 else {})
         else:
             argv = [sys.executable, "-m", "harness.child", str(spec_path)]
         result = _base(cell, repeat, platform, synthetic) | {"started_at": _now(), "launcher": argv[:3]}
@@ -390,7 +418,7 @@ def _run_child(store: RunStore, cell: Cell, repeat: int, platform: str, folders:
     result["exit_code"] = rc if rc is None or rc >= 0 else None
     result["signal"] = signal.Signals(-rc).name if rc is not None and rc < 0 else None
     if cell.devices > 1:
-        return _collect_ranks(store, cell, repeat, result, rc)
+        return _collect_ranks(store, cell, repeat, result, rc, node)
     child = _read_json(child_result)
     child_result.unlink(missing_ok=True)  # merged into the cell's result below
     if rc == 0 and child is not None:
@@ -413,11 +441,17 @@ def _failure(cell: Cell, rc: int | None, sig: str | None, log_path: Path) -> dic
     return {"status": "failed", "reason": f"{how}: {launch.last_error(log_path)}"}
 
 
-def _collect_ranks(store: RunStore, cell: Cell, repeat: int, result: dict, rc: int | None) -> dict:
-    """Merge a multi-process cell: every rank's throughput, rank 0's metrics, and the scaling keys."""
+def _collect_ranks(store: RunStore, cell: Cell, repeat: int, result: dict, rc: int | None,
+                   node: launch.Nodes) -> dict:
+    """Merge a launched cell: every rank's throughput, rank 0's metrics, and the scaling keys. A cell over several
+    nodes finds every rank's files here too: the ranks share them over the cell's own collective at the end
+    (harness.child.share_ranks), so node 0 merges them all. A worker node (node rank > 0) records `served`, with its
+    own ranks' figures: node 0's run folder holds the cell's result."""
     cell_dir = store.cell_dir(cell.id)
-    rank_logs = sorted(cell_dir.glob(f"r{repeat}.rank*.log"))
-    children = {int(p.name.split(".")[1][4:]): _read_json(p) for p in cell_dir.glob(f"r{repeat}.rank*.child.json")}
+    per_node = cell.devices_per_node
+    mine = range(node.rank * per_node, (node.rank + 1) * per_node) if cell.nodes > 1 else range(cell.devices)
+    rank_logs = sorted(cell_dir.glob(f"r{repeat}.rank*.log"))   # this host's ranks' output
+    children = {_rank_of(p): _read_json(p) for p in cell_dir.glob(f"r{repeat}.rank*.child.json")}
     for p in cell_dir.glob(f"r{repeat}.rank*.child.json"):
         p.unlink()
     if rc == 0 and len(children) == cell.devices and all(children.values()):
@@ -425,9 +459,16 @@ def _collect_ranks(store: RunStore, cell: Cell, repeat: int, result: dict, rc: i
         result.update(telemetry.merge_ranks(children))  # every rank sampled its own process and device
         shas = {c.get("state_sha256") for c in children.values()}
         result["params_identical_across_ranks"] = len(shas) == 1 and None not in shas
+        result["ranks_per_node"] = {str(n): sorted(r for r, c in children.items() if c.get("node", 0) == n)
+                                    for n in sorted({c.get("node", 0) for c in children.values()})}
+    elif children and all(c and c.get("status") == "skipped" for c in children.values()):
+        result.update(next(iter(children.values())))   # not supported here (say, a mode): every rank said so
     else:
-        failed_log = next((p for p in rank_logs if "Error" in launch.tail(p, 200)), store.path(cell.id, repeat, ".log"))
-        result.update(_failure(cell, rc, result["signal"], failed_log))
+        result.update(_failure(cell, rc, result["signal"], store.path(cell.id, repeat, ".log")))
+        if rc == 0:
+            missing = ", ".join(str(r) for r in range(cell.devices) if not children.get(r))
+            result["reason"] = f"the launcher ended with exit code 0, but rank(s) {missing} left no result"
+        result["reason"] = _rank_failure(cell_dir, repeat, mine, cell, node, result["reason"], children)
     if result["status"] not in ("ok", "skipped"):
         tails = [f"--- {p.name} ---\n{launch.tail(p, launch.LOG_TAIL_LINES // 2)}" for p in rank_logs]
         launcher_tail = launch.tail(store.path(cell.id, repeat, ".log"), 10)
@@ -435,8 +476,16 @@ def _collect_ranks(store: RunStore, cell: Cell, repeat: int, result: dict, rc: i
     scenario = scenarios.for_kind(cell.kind)
     if scenario is None or result["status"] == "skipped":
         return result
-    per_rank = {int(p.name.split(".")[1][4:]): scenario.summarise(eventlog.read(p), cell)
+    per_rank = {_rank_of(p): scenario.summarise(eventlog.read(p), cell)
                 for p in cell_dir.glob(f"r{repeat}.rank*{eventlog.SUFFIX}")}
+    if node.is_worker and cell.nodes > 1:
+        served = result["status"] == "ok"
+        return result | {"status": "served" if served else result["status"],
+                         "reason": f"node {node.rank} of {cell.nodes} served this cell; node 0's run folder holds its "
+                                   f"result" if served else result["reason"],
+                         "node_rank": node.rank,
+                         "rank_throughput": {r: per_rank[r].get("mean_throughput_other_epochs") for r in mine
+                                             if r in per_rank}}
     if 0 in per_rank:
         result.update(per_rank[0])  # metrics, curve and time to target as rank 0 saw them
     for key in ("first_epoch_throughput", "mean_throughput_other_epochs"):
@@ -449,6 +498,40 @@ def _collect_ranks(store: RunStore, cell: Cell, repeat: int, result: dict, rc: i
     base = single.get("mean_throughput_other_epochs") if single and single.get("status") == "ok" else None
     result["efficiency"] = arith.efficiency(result["per_device_throughput"], base)
     return result
+
+
+def _rank_of(path: Path) -> int:
+    """r0.rank3.child.json -> 3"""
+    return int(path.name.split(".")[1][4:])
+
+
+def _rank_failure(cell_dir: Path, repeat: int, mine: range, cell: Cell, node: launch.Nodes, reason: str,
+                  children: dict) -> str:
+    """The reason a launched cell failed, naming the node and the rank, from what this host saw: a rank of its own
+    whose log ends in an error of its own; else the rank msrun's scheduler (node 0) lost on another node; else the
+    worker this host's launcher saw die first (launchers name it by pid; each rank's log starts with its pid); else,
+    where this host's ranks only lost their connection to another node's, that."""
+    where = f"node {node.rank} " if cell.nodes > 1 else ""
+    logs = {r: cell_dir / f"r{repeat}.rank{r}.log" for r in mine}
+    lost_peer = {r for r, log in logs.items() if launch.peer_lost(launch.tail(log, 200))}
+    for r, log in logs.items():
+        own = None if children.get(r) or r in lost_peer else launch.own_error(log)
+        if own:
+            return f"{where}rank {r}: {own}"[:500]
+    lost = launch.lost_worker(cell_dir / f"r{repeat}.scheduler.log")
+    if lost is not None and lost not in mine:
+        return (f"rank {lost}, on another node, stopped answering msrun's scheduler, which then ended node "
+                f"{node.rank}'s ranks")
+    dead = launch.dead_worker(cell_dir / f"r{repeat}.log")
+    rank = launch.rank_pids(list(logs.values())).get(dead[0]) if dead else None
+    if dead and rank is not None and rank not in lost_peer:
+        code = dead[1]
+        how = f"killed by {signal.Signals(-code).name}" if code < 0 else f"exit code {code}"
+        return f"{where}rank {rank}: {how}"
+    if lost_peer and cell.nodes > 1:
+        return (f"node {node.rank} rank {', '.join(map(str, sorted(lost_peer)))} lost its connection to a rank on "
+                f"another node; that node's run folder names the rank that ended")
+    return f"{where}{reason}"[:500]
 
 
 def _read_json(path: Path) -> dict | None:

@@ -157,6 +157,6 @@ def test_launchers_start_from_this_interpreter_not_from_path():
     from harness.frameworks import mindspore as ms_backend
     from harness.frameworks import pytorch as pt_backend
 
-    for backend, module in ((pt_backend, "torch.distributed.run"), (ms_backend, "mindspore.parallel.cluster.run")):
+    for backend, module in ((pt_backend, "torch.distributed.run"), (ms_backend, "harness.msrun")):
         argv = backend.launch_argv(2, "/x/spec.json", 12345, "/x/logs", {})
         assert argv[:3] == [sys.executable, "-m", module]

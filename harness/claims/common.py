@@ -72,8 +72,8 @@ def _select(results: list[dict[str, Any]], platform: str | None) -> tuple[list[d
 
 
 # -- helpers --------------------------------------------------------------------------------------------------
-def _model_id(model: str, framework: str, mode: str, amp: str, devices: int = 1) -> str:
-    return cellid.model_id(model, framework, mode, amp, devices)
+def _model_id(model: str, framework: str, mode: str, amp: str, devices: int = 1, nodes: int = 1) -> str:
+    return cellid.model_id(model, framework, mode, amp, devices, nodes)
 
 
 def _parsed(cell: str) -> cellid.CellId | None:

@@ -186,11 +186,11 @@ def _c2(index: dict[str, Repeats]) -> list[Part]:
     return parts
 
 
-def _efficiency(index, model: str, fw: str, mode: str, amp: str, n: int):
+def _efficiency(index, model: str, fw: str, mode: str, amp: str, n: int, nodes: int = 1):
     """Per-device throughput at n devices over the 1-device throughput, from the medians of both cells
     (the stored per-repeat `efficiency` only where the 1-device cell is not ok); with the two Samples it is made of,
     (per-device, 1-device), for C5's interval (None with the stored efficiency)."""
-    sid, bid = _model_id(model, fw, mode, amp, n), _model_id(model, fw, mode, amp, 1)
+    sid, bid = _model_id(model, fw, mode, amp, n, nodes), _model_id(model, fw, mode, amp, 1)
     s, why = _lookup(index, sid)
     if why:
         return None, why, [], None
@@ -210,11 +210,13 @@ def _c5(index: dict[str, Repeats]) -> list[Part]:
     if not scaling:
         return [_missing("scaling", "no scaling cells (kind scaling, devices > 1) in the results")]
     parts = []
-    combos = sorted({(c.model, c.amp, c.devices) for c in (cellid.parse(s.cell) for s in scaling)})
-    for model, amp, n in combos:
-        name = f"{_mname(model)} at {n} devices, AMP {amp}"
+    # Devices as the report writes them: 4, or 4 (2 nodes x 2) for a cell over several hosts.
+    combos = sorted({(c.model, c.amp, c.devices, c.nodes) for c in (cellid.parse(s.cell) for s in scaling)})
+    for model, amp, n, nodes in combos:
+        devices = cellid.devices_label(n, nodes)
+        name = f"{_mname(model)} at {devices} devices, AMP {amp}"
         (ms, ms_how, ms_cells, ms_parts), (pt, pt_how, pt_cells, pt_parts) = (
-            _efficiency(index, model, fw, BASELINE[fw][0], amp, n) for fw in ("mindspore", "pytorch"))
+            _efficiency(index, model, fw, BASELINE[fw][0], amp, n, nodes) for fw in ("mindspore", "pytorch"))
         if ms is None or pt is None:
             parts.append(_missing(name, [how for e, how in ((ms, ms_how), (pt, pt_how)) if e is None]))
             continue
@@ -222,7 +224,7 @@ def _c5(index: dict[str, Repeats]) -> list[Part]:
         interval = (measure.quotient_interval((ms_parts[0], pt_parts[1]), (ms_parts[1], pt_parts[0]))
                     if ms_parts and pt_parts else None)
         parts.append(_compare(name, ms_cells + pt_cells, ms / pt, "above",
-                              f"{_mname(model)} scaling efficiency at {n} devices, AMP {amp}: "
+                              f"{_mname(model)} scaling efficiency at {devices} devices, AMP {amp}: "
                               f"{_setting('mindspore', BASELINE['mindspore'][0])} {ms:.2f} ({ms_how}) vs "
                               f"{_setting('pytorch', BASELINE['pytorch'][0])} {pt:.2f} ({pt_how}) "
                               f"(MindSpore/PyTorch {ms / pt:.2f})", interval))

@@ -63,9 +63,9 @@ def launch_argv(n: int, spec_path: str, port: int, log_dir: str, multi_node: dic
     HARNESS_NODE_RANK and HARNESS_MASTER_ADDR."""
     nodes = int(multi_node.get("nnodes", 1))
     child = Path(__file__).resolve().parent.parent / "child.py"
-    # msrun's own module, from this interpreter: no dependence on PATH (its workers run `python`, which the
-    # runner points at this interpreter too).
-    return [sys.executable, "-m", "mindspore.parallel.cluster.run", f"--worker_num={n * nodes}",
+    # msrun's own code, from this interpreter: no dependence on PATH (its workers run `python`, which the runner
+    # points at this interpreter too); through harness.msrun, which keeps the scheduler on node 0.
+    return [sys.executable, "-m", "harness.msrun", f"--worker_num={n * nodes}",
             f"--local_worker_num={n}",
             f"--node_rank={multi_node.get('node_rank', 0)}",
             f"--master_addr={multi_node.get('master_addr', '127.0.0.1')}", f"--master_port={port}",
@@ -75,9 +75,10 @@ def launch_argv(n: int, spec_path: str, port: int, log_dir: str, multi_node: dic
 def rank_from_env() -> tuple[int, int, int]:
     """(rank, local_rank, world_size) as msrun sets them; (0, 0, 1) without a launcher."""
     world = int(os.environ.get("MS_WORKER_NUM", 1))
-    rank = int(os.environ.get("RANK_ID", 0))
-    local = int(os.environ.get("LOCAL_RANK", rank % max(1, int(os.environ.get("MS_LOCAL_WORKER", world)))))
-    return rank, local, world
+    if world == 1:
+        return 0, 0, 1
+    # msrun exports a worker's local rank as DEVICE_ID (RANK_ID is its rank over every node).
+    return int(os.environ.get("RANK_ID", 0)), int(os.environ.get("DEVICE_ID", 0)), world
 
 
 def setup(ctx) -> dict[str, Any]:
@@ -116,6 +117,16 @@ def setup(ctx) -> dict[str, Any]:
                                f"{ctx.world_size}")
         settings["distributed"] = f"msrun, data parallel, {ctx.world_size} processes"
     return settings
+
+
+def all_gather_object(ctx, obj: Any) -> list[Any]:
+    # mint.distributed's object gather works on the group msrun's init() made (mccl on CPU, seen on the 2-core
+    # machine in GRAPH and PYNATIVE mode; NCCL, HCCL).
+    from mindspore.mint.distributed import all_gather_object as gather
+
+    out: list[Any] = [None] * ctx.world_size
+    gather(out, obj)
+    return out
 
 
 def set_threads(ctx, n: int) -> dict[str, Any]:

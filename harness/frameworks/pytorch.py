@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import os
 import sys
 from typing import Any
@@ -21,6 +22,7 @@ def process_env(platform: str, kind: str = "model") -> dict[str, str]:
 
 
 DIST_BACKEND = {"cpu": "gloo", "cuda": "nccl", "ascend": "hccl"}
+COLLECTIVE_TIMEOUT_S = 600
 
 
 def launch_argv(n: int, spec_path: str, port: int, log_dir: str, multi_node: dict[str, str]) -> list[str]:
@@ -46,8 +48,10 @@ def setup(ctx) -> dict[str, Any]:
     torch.manual_seed(ctx.seed)
     settings: dict[str, Any] = {"threads": torch.get_num_threads()}
     if ctx.world_size > 1:
-        # Each rank gets its share of the host's cores, as torchrun's OMP_NUM_THREADS=1 default is too few.
-        torch.set_num_threads(max(1, len(os.sched_getaffinity(0)) // ctx.world_size))
+        # Each rank gets its share of its host's cores, as torchrun's OMP_NUM_THREADS=1 default is too few (the
+        # ranks on this host: LOCAL_WORLD_SIZE, which torchrun sets; world size / nodes).
+        local = int(os.environ.get("LOCAL_WORLD_SIZE", ctx.world_size))
+        torch.set_num_threads(max(1, len(os.sched_getaffinity(0)) // local))
         settings["threads"] = torch.get_num_threads()
     if ctx.platform == "cuda":
         torch.cuda.set_device(ctx.local_rank)
@@ -62,9 +66,21 @@ def setup(ctx) -> dict[str, Any]:
     if ctx.world_size > 1:
         import torch.distributed as dist
 
-        dist.init_process_group(DIST_BACKEND[ctx.platform], rank=ctx.rank, world_size=ctx.world_size)
+        # A collective that waits longer than this for a rank ends with an error: a rank on another node that died
+        # without closing its connections (NCCL, HCCL) ends the others within it. NCCL's own default, for every
+        # back-end (gloo's is 30 minutes).
+        dist.init_process_group(DIST_BACKEND[ctx.platform], rank=ctx.rank, world_size=ctx.world_size,
+                                timeout=datetime.timedelta(seconds=COLLECTIVE_TIMEOUT_S))
         settings["distributed"] = f"torchrun, {DIST_BACKEND[ctx.platform]}, {ctx.world_size} processes"
     return settings
+
+
+def all_gather_object(ctx, obj: Any) -> list[Any]:
+    import torch.distributed as dist
+
+    out: list[Any] = [None] * ctx.world_size
+    dist.all_gather_object(out, obj)
+    return out
 
 
 def device(ctx):

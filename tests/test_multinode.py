@@ -1,0 +1,248 @@
+"""Several hosts, tested as two nodes on one machine (tools/nodes_here.py: one `harness run` per node, each on its own
+core, HARNESS_NNODES=2, a fixed master port): torchrun with PyTorch eager and msrun with MindSpore GRAPH, 2 nodes x 1
+process. Node 0 records one result per cell with every rank in it; node 1 records that it served it. The merged result
+is checked against the single-node 2-process cell with each rank on one core too (same global batch, same weights
+after training). A rank that dies ends every node's runner in one line naming the node and rank; --resume on every
+node then finishes the cell. The Slurm recipes run as written, with Slurm's variables set by hand."""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from harness import cellid, launch
+from harness.errors import HarnessError
+from harness.matrix import load
+from tests.conftest import REPO, harness, write_matrix
+
+sys.path.insert(0, str(REPO / "tools"))
+import nodes_here  # noqa: E402
+
+SETTINGS = ("pytorch/eager", "mindspore/graph")
+ENV = {**os.environ, "PYTHONPATH": str(REPO)}
+
+
+def _port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _nodes(out: Path, args: list[str], timeout=900) -> list[tuple[int, list[str]]]:
+    """Both nodes' runners to their end: (exit code, output lines) per node."""
+    procs = nodes_here.start(2, out, args, _port(), env=ENV)
+    rcs = [p.wait(timeout=timeout) for p in procs]
+    return [(rc, (out.parent / f"{out.name}.node{k}.log").read_text().splitlines()) for k, rc in enumerate(rcs)]
+
+
+def _result(run: Path, cell: str, repeat: int = 0) -> dict:
+    return json.loads((run / "cells" / cell / f"r{repeat}.json").read_text())
+
+
+def _global_batch(mllog: Path) -> int:
+    for line in mllog.read_text().splitlines():
+        if '"key": "global_batch_size"' in line:
+            return json.loads(line.split(":::MLLOG", 1)[1])["value"]
+    raise AssertionError(f"no global_batch_size in {mllog}")
+
+
+@pytest.fixture(scope="module")
+def two_nodes(tmp_path_factory):
+    out = tmp_path_factory.mktemp("nodes") / "run"
+    only = ",".join(f"scaling/resnet50/{s}/amp-off/2x1dev" for s in SETTINGS)
+    nodes = _nodes(out, ["--platform", "cpu", "--synthetic", "--only", only, "--repeats", "1"])
+    return out, nodes
+
+
+@pytest.fixture(scope="module")
+def one_node(tmp_path_factory):
+    """The single-node 2-process cells, the whole run confined to one core: each rank sees one core, as each rank of
+    the two 1-core nodes does (both frameworks size their CPU kernels' threads, and so their reductions, by it)."""
+    out = tmp_path_factory.mktemp("one") / "run"
+    only = ",".join(f"scaling/resnet50/{s}/amp-off/2dev" for s in SETTINGS)
+    core = min(os.sched_getaffinity(0))
+    p = subprocess.run([sys.executable, "-m", "harness", "run", "--platform", "cpu", "--synthetic", "--out", str(out),
+                        "--only", only, "--repeats", "1"], cwd=REPO, env=ENV, capture_output=True, text=True,
+                       timeout=900, preexec_fn=lambda: os.sched_setaffinity(0, {core}))
+    assert p.returncode == 0, p.stderr[-3000:]
+    return out
+
+
+def test_every_node_ends_cleanly_node_0_records_and_node_1_serves(two_nodes):
+    _, ((rc0, lines0), (rc1, lines1)) = two_nodes
+    assert (rc0, rc1) == (0, 0), lines0[-5:] + lines1[-5:]
+    assert lines0[-1].startswith("done: 2 ok") and lines1[-1].startswith("done: 2 served")
+    assert any("multi-node run: node 1 of 2" in line for line in lines1)
+
+
+@pytest.mark.parametrize("setting", SETTINGS)
+def test_node_0_holds_one_result_with_every_rank(two_nodes, setting):
+    out, _ = two_nodes
+    cell = f"scaling/resnet50/{setting}/amp-off/2x1dev"
+    r = _result(out / "node0", cell)
+    assert r["status"] == "ok" and r["world_size"] == 2 and r["devices"] == 2 and r["nodes"] == 2
+    assert r["ranks_per_node"] == {"0": [0], "1": [1]}
+    assert set(r["rank_throughput"]) == {"0", "1"} and all(v > 0 for v in r["rank_throughput"].values())
+    assert r["global_throughput"] == pytest.approx(sum(r["rank_throughput"].values()))
+    assert r["per_device_throughput"] == pytest.approx(r["global_throughput"] / 2)
+    assert r["params_identical_across_ranks"] is True
+    for rank in (0, 1):   # every rank's event log in node 0's folder, rank 1's sent over the collective
+        assert (out / "node0" / "cells" / cell / f"r0.rank{rank}.mllog").is_file()
+    served = _result(out / "node1", cell)
+    assert served["status"] == "served" and served["node_rank"] == 1
+    assert set(served["rank_throughput"]) == {"1"} and served["global_throughput"] is None
+    assert served["rank_throughput"]["1"] == pytest.approx(r["rank_throughput"]["1"])
+
+
+@pytest.mark.parametrize("setting", SETTINGS)
+def test_merged_result_matches_the_single_node_two_process_cell(two_nodes, one_node, setting):
+    out, _ = two_nodes
+    multi = out / "node0" / "cells" / f"scaling/resnet50/{setting}/amp-off/2x1dev"
+    single = one_node / "cells" / f"scaling/resnet50/{setting}/amp-off/2dev"
+    assert _global_batch(multi / "r0.rank0.mllog") == _global_batch(single / "r0.rank0.mllog") == 32
+    a, b = json.loads((multi / "r0.json").read_text()), json.loads((single / "r0.json").read_text())
+    assert a["state_sha256"] == b["state_sha256"], "the same training over 2 nodes and on 1 host left other weights"
+
+
+def test_the_report_shows_devices_as_nodes_x_devices_per_node(two_nodes, tmp_path):
+    out, _ = two_nodes
+    p = harness("report", out / "node0", "--out", tmp_path / "report")
+    assert p.returncode == 0, p.stderr
+    html = (tmp_path / "report" / "report.html").read_text()
+    assert "2 (2 nodes x 1)" in html
+
+
+@pytest.mark.parametrize("setting, node0_says, bound_s", [
+    ("pytorch/eager", "node 0 rank 0 lost its connection to a rank on another node", 60),
+    ("mindspore/graph", "rank 1, on another node, stopped answering msrun's scheduler", 120)])
+def test_a_dead_rank_ends_every_nodes_runner_naming_the_node_and_rank(tmp_path, setting, node0_says, bound_s):
+    """Rank 1 (node 1) is killed mid-training: node 1 names it; node 0 says what it saw; both runners end within
+    bound_s (measured on the 2-core machine: PyTorch gloo 1-3 s, msrun's scheduler about 35 s), exit 1, leave no
+    worker behind and no traceback on the runner's output. PyTorch's cell then finishes with --resume on both."""
+    matrix = (REPO / "harness" / "matrix.toml").read_text().replace(
+        "profile.quick = { epochs = 2, train_samples = 32,", "profile.quick = { epochs = 500, train_samples = 32,")
+    (tmp_path / "long.toml").write_text(matrix)
+    cell = f"scaling/resnet50/{setting}/amp-off/2x1dev"
+    out = tmp_path / "run"
+    args = ["--platform", "cpu", "--synthetic", "--only", cell, "--repeats", "1"]
+    port = _port()
+    procs = nodes_here.start(2, out, [*args, "--matrix", str(tmp_path / "long.toml")], port, env=ENV)
+    events = out / "node1" / "cells" / cell / "r0.rank1.mllog"
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and not (events.exists() and '"epoch_stop"' in events.read_text()):
+        time.sleep(0.2)
+    spec = str(out / "node1" / "cells" / cell / "r0.spec.json").encode()
+    victims = []
+    for proc in Path("/proc").iterdir():
+        try:
+            environ = b"\0" + (proc / "environ").read_bytes()
+            if spec in (proc / "cmdline").read_bytes() and (b"\0RANK_ID=1\0" in environ or b"\0RANK=1\0" in environ):
+                victims.append(int(proc.name))
+        except (OSError, ValueError):
+            continue
+    assert victims, "rank 1 not found"
+    t0 = time.monotonic()
+    for pid in victims:
+        os.kill(pid, signal.SIGKILL)
+    took = []
+    for p in procs:
+        p.wait(timeout=bound_s + 60)
+        took.append(time.monotonic() - t0)
+    lines = [(out.parent / f"{out.name}.node{k}.log").read_text().splitlines() for k in (0, 1)]
+    assert [p.returncode for p in procs] == [1, 1]
+    assert max(took) < bound_s, took
+    assert lines[1][-1].startswith(f"stopped on node 1: {cell} r0 failed: node 1 rank 1: killed by SIGKILL")
+    assert lines[0][-1].startswith(f"stopped on node 0: {cell} r0 failed: {node0_says}")
+    assert not any("Traceback" in line for node in lines for line in node)
+    for k in (0, 1):
+        assert _result(out / f"node{k}", cell)["status"] == "failed"
+    time.sleep(1)
+    assert not [p for p in Path("/proc").iterdir() if p.name.isdigit() and _cmdline_has(p, str(out).encode())]
+    if setting == "pytorch/eager":
+        (rc0, l0), (rc1, l1) = _nodes(out, [*args, "--resume"])   # the quick profile's 2 epochs, on both nodes
+        assert (rc0, rc1) == (0, 0) and l0[-1].startswith("done: 1 ok") and l1[-1].startswith("done: 1 served")
+        assert _result(out / "node0", cell)["status"] == "ok"
+
+
+def _cmdline_has(proc: Path, needle: bytes) -> bool:
+    try:
+        return needle in (proc / "cmdline").read_bytes()
+    except OSError:
+        return False
+
+
+def test_multi_node_cells_are_the_profiles_data_parallel_settings_at_each_count_per_node():
+    cells = load().expand("quick", nodes=2)
+    assert sorted(c.id for c in cells) == sorted(f"scaling/resnet50/{s}/amp-off/2x{n}dev"
+                                                 for s in SETTINGS for n in (1, 2))
+    c = next(c for c in cells if c.id.endswith("2x2dev"))
+    assert (c.devices, c.nodes, c.devices_per_node, c.kind) == (4, 2, 2, "scaling")
+    parsed = cellid.parse(c.id)
+    assert (parsed.devices, parsed.nodes, str(parsed)) == (4, 2, c.id)
+    for bad in ("scaling/resnet50/pytorch/eager/amp-off/1x2dev", "scaling/resnet50/pytorch/eager/amp-off/x2dev"):
+        with pytest.raises(ValueError):
+            cellid.parse(bad)
+
+
+@pytest.mark.parametrize("env, says", [
+    ({"HARNESS_NNODES": "2", "HARNESS_NODE_RANK": "0", "HARNESS_MASTER_ADDR": "10.0.0.1"}, "needs HARNESS_MASTER_PORT"),
+    ({"HARNESS_NNODES": "2", "HARNESS_NODE_RANK": "2", "HARNESS_MASTER_ADDR": "a", "HARNESS_MASTER_PORT": "1"},
+     "node ranks run from 0 to 1"),
+    ({"HARNESS_NNODES": "two"}, "HARNESS_NNODES='two' is not a whole number"),
+    ({"HARNESS_NODE_RANK": "1"}, "without HARNESS_NNODES"),
+])
+def test_bad_node_settings_are_one_line_and_exit_2(tmp_path, env, says):
+    with pytest.raises(HarnessError, match=says):
+        launch.nodes(env)
+    p = subprocess.run([sys.executable, "-m", "harness", "run", "--platform", "cpu", "--out", str(tmp_path / "r"),
+                        "--synthetic"], cwd=REPO, env={**ENV, **env}, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and says in p.stderr, p.stderr
+    assert not (tmp_path / "r").exists()
+
+
+def test_the_slurm_node_script_runs_as_written_with_slurms_variables(tmp_path):
+    """tools/slurm/node.sh on two "nodes", SLURM_NNODES, SLURM_NODEID, SLURM_JOB_NODELIST and SLURM_JOB_ID set by
+    hand and a stand-in `scontrol show hostnames` (the one command of Slurm's it runs)."""
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "scontrol").write_text('#!/bin/sh\n[ "$1 $2 $3" = "show hostnames node[7-8]" ] && printf '
+                                   '"127.0.0.1\\n127.0.0.2\\n"\n')
+    (fake / "scontrol").chmod(0o755)
+    job = 4242
+    procs = []
+    for k in (0, 1):
+        env = {**ENV, "PATH": f"{fake}:{os.environ['PATH']}", "SLURM_NNODES": "2", "SLURM_NODEID": str(k),
+               "SLURM_JOB_NODELIST": "node[7-8]", "SLURM_JOB_ID": str(job), "HARNESS_PYTHON": sys.executable,
+               "HARNESS_SLURM_OUT": str(tmp_path / "job")}
+        cores = nodes_here.core_slices(2)[k]
+        procs.append(subprocess.Popen(["tools/slurm/node.sh", "cpu", "--synthetic", "--repeats", "1", "--only",
+                                       "scaling/resnet50/pytorch/eager/amp-off/2x1dev"], cwd=REPO, env=env,
+                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                      preexec_fn=lambda c=cores: os.sched_setaffinity(0, c)))
+    outs = [p.communicate(timeout=600)[0] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs
+    assert f"rendezvous at 127.0.0.1:{20000 + job % 20000}" in outs[1]
+    r = _result(tmp_path / "job" / "node0", "scaling/resnet50/pytorch/eager/amp-off/2x1dev")
+    assert r["status"] == "ok" and r["world_size"] == 2
+
+
+def test_the_slurm_array_script_runs_one_shard_per_task(tmp_path):
+    """tools/slurm/array.sbatch as array tasks 3 and 4 of --array=3-4 (SLURM_ARRAY_* set by hand): shards 1/2 and
+    2/2 into their own folders, which `harness report` merges."""
+    m = write_matrix(tmp_path / "m.toml", epochs=2, frameworks=("pytorch", "mindspore"), modes=("eager", "graph"))
+    for task in (3, 4):
+        env = {**ENV, "SLURM_ARRAY_TASK_ID": str(task), "SLURM_ARRAY_TASK_MIN": "3", "SLURM_ARRAY_TASK_COUNT": "2",
+               "SLURM_ARRAY_JOB_ID": "77", "HARNESS_PYTHON": sys.executable, "HARNESS_SLURM_OUT": str(tmp_path / "a")}
+        p = subprocess.run(["bash", "tools/slurm/array.sbatch", "cpu", "--matrix", str(m), "--synthetic"], cwd=REPO,
+                           env=env, capture_output=True, text=True, timeout=600)
+        assert p.returncode == 0, p.stderr[-2000:]
+    shards = [json.loads((tmp_path / "a" / f"shard-{k}" / "run.json").read_text())["shard"] for k in (1, 2)]
+    assert shards == ["1/2", "2/2"]
+    p = harness("report", tmp_path / "a" / "shard-1", tmp_path / "a" / "shard-2", "--out", tmp_path / "rep")
+    assert p.returncode == 0, p.stderr
