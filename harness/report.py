@@ -128,7 +128,7 @@ def collect(runs: list[Path]) -> dict[str, Any]:
         for r in RunStore(run).results():
             platform = r.get("platform", meta.get("platform"))
             r = {**r, "platform": platform}
-            if r.get("status") != "ok":
+            if r.get("status") not in ("ok", "served"):   # served: a worker node's share of a multi-node cell
                 problems.append({**r, "host": label})
             results.setdefault(label, []).append(r)
     index = {h["label"]: measure.summarise(results.get(h["label"], [])) for h in hosts}

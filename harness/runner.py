@@ -483,7 +483,8 @@ def _collect_ranks(store: RunStore, cell: Cell, repeat: int, result: dict, rc: i
         return result | {"status": "served" if served else result["status"],
                          "reason": f"node {node.rank} of {cell.nodes} served this cell; node 0's run folder holds its "
                                    f"result" if served else result["reason"],
-                         "node_rank": node.rank,
+                         "node_rank": node.rank, "global_throughput": None, "per_device_throughput": None,
+                         "efficiency": None, "first_epoch_throughput": None, "mean_throughput_other_epochs": None,
                          "rank_throughput": {r: per_rank[r].get("mean_throughput_other_epochs") for r in mine
                                              if r in per_rank}}
     if 0 in per_rank:
