@@ -508,21 +508,21 @@ def _rank_of(path: Path) -> int:
 
 def _rank_failure(cell_dir: Path, repeat: int, mine: range, cell: Cell, node: launch.Nodes, reason: str,
                   children: dict) -> str:
-    """The reason a launched cell failed, naming the node and the rank, from what this host saw: a rank of its own
-    whose log ends in an error of its own; else the rank msrun's scheduler (node 0) lost on another node; else the
-    worker this host's launcher saw die first (launchers name it by pid; each rank's log starts with its pid); else,
-    where this host's ranks only lost their connection to another node's, that."""
+    """The reason a launched cell failed, naming the node and the rank, from what this host saw: the rank on another
+    node that msrun's scheduler (node 0) lost first; else a rank of its own whose log ends in an error of its own;
+    else the worker this host's launcher saw die first (launchers name it by pid; each rank's log starts with its
+    pid); else, where this host's ranks only lost their connection to another node's, that."""
     where = f"node {node.rank} " if cell.nodes > 1 else ""
     logs = {r: cell_dir / f"r{repeat}.rank{r}.log" for r in mine}
     lost_peer = {r for r, log in logs.items() if launch.peer_lost(launch.tail(log, 200))}
+    lost = launch.lost_worker(cell_dir / f"r{repeat}.scheduler.log")
+    if lost is not None and lost not in mine:   # whatever this host's ranks said after, that came first
+        return (f"rank {lost}, on another node, stopped answering msrun's scheduler, which then ended node "
+                f"{node.rank}'s ranks")
     for r, log in logs.items():
         own = None if children.get(r) or r in lost_peer else launch.own_error(log)
         if own:
             return f"{where}rank {r}: {own}"[:500]
-    lost = launch.lost_worker(cell_dir / f"r{repeat}.scheduler.log")
-    if lost is not None and lost not in mine:
-        return (f"rank {lost}, on another node, stopped answering msrun's scheduler, which then ended node "
-                f"{node.rank}'s ranks")
     dead = launch.dead_worker(cell_dir / f"r{repeat}.log")
     rank = launch.rank_pids(list(logs.values())).get(dead[0]) if dead else None
     if dead and rank is not None and rank not in lost_peer:
