@@ -4,7 +4,7 @@ process. Node 0 records one result per cell with every rank in it; node 1 record
 is checked against the single-node 2-process cell with each rank on one core too (same global batch, same weights
 after training). A rank that dies ends every node's runner in one line naming the node and rank; --resume on every
 node then finishes the cell. The Slurm scripts run as written, with Slurm's variables set by hand (the two-node run
-goes through tools/slurm/node.sh)."""
+goes through tools/slurm/multinode.sbatch)."""
 
 import json
 import os
@@ -62,35 +62,48 @@ def _global_batch(mllog: Path) -> int:
     raise AssertionError(f"no global_batch_size in {mllog}")
 
 
-def _slurm_nodes(tmp: Path, run_args: list[str], job: int) -> list[tuple[int, list[str]]]:
-    """tools/slurm/node.sh as the two tasks of a 2-node Slurm job step would run it: SLURM_NNODES, SLURM_NODEID,
-    SLURM_JOB_NODELIST and SLURM_JOB_ID set by hand, a stand-in `scontrol show hostnames` (the one command of Slurm's
-    it runs), each "node" on its own core (tools/nodes_here.py's slices). Its run folders: tmp/job/node<k>."""
+SRUN = """#!/bin/bash
+# Stand-in for `srun --ntasks-per-node=1 [options] CMD ARGS` in a job of SLURM_NNODES nodes: CMD once per "node",
+# with SLURM_NODEID set, each on its own core, its output and exit code in $TEST_LOGS/node<k>.{log,rc}.
+while [ "${1#--}" != "$1" ]; do shift; done
+read -r -a cores <<< "$TEST_CORES"
+for k in $(seq 0 $((SLURM_NNODES - 1))); do
+    (SLURM_NODEID=$k taskset -c "${cores[$k]}" "$@" > "$TEST_LOGS/node$k.log" 2>&1; echo $? > "$TEST_LOGS/node$k.rc") &
+done
+wait
+"""
+SCONTROL = '#!/bin/sh\n[ "$1 $2 $3" = "show hostnames node[7-8]" ] && printf "127.0.0.1\\n127.0.0.2\\n"\n'
+
+
+def _slurm_job(tmp: Path, run_args: list[str], job: int) -> list[tuple[int, list[str]]]:
+    """tools/slurm/multinode.sbatch as Slurm would run it on 2 nodes: SLURM_JOB_ID, SLURM_NNODES, SLURM_JOB_NODELIST
+    and SLURM_SUBMIT_DIR set by hand, with stand-ins for the two Slurm commands it runs (`srun`, which starts
+    tools/slurm/node.sh on each "node" with SLURM_NODEID, and `scontrol show hostnames`); each node on its own core
+    (tools/nodes_here.py's slices). Its run folders: tmp/job/node<k>."""
     fake = tmp / "bin"
     fake.mkdir(exist_ok=True)
-    (fake / "scontrol").write_text('#!/bin/sh\n[ "$1 $2 $3" = "show hostnames node[7-8]" ] && printf '
-                                   '"127.0.0.1\\n127.0.0.2\\n"\n')
-    (fake / "scontrol").chmod(0o755)
-    procs = []
-    for k, cores in enumerate(nodes_here.core_slices(2)):
-        env = {**ENV, "PATH": f"{fake}:{os.environ['PATH']}", "SLURM_NNODES": "2", "SLURM_NODEID": str(k),
-               "SLURM_JOB_NODELIST": "node[7-8]", "SLURM_JOB_ID": str(job), "HARNESS_PYTHON": sys.executable,
-               "HARNESS_SLURM_OUT": str(tmp / "job")}
-        procs.append(subprocess.Popen(["tools/slurm/node.sh", "cpu", *run_args], cwd=REPO, env=env, text=True,
-                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                      preexec_fn=lambda c=cores: os.sched_setaffinity(0, c)))
-    outs = [p.communicate(timeout=900)[0] for p in procs]
-    return [(p.returncode, out.splitlines()) for p, out in zip(procs, outs, strict=True)]
+    for name, text in (("srun", SRUN), ("scontrol", SCONTROL)):
+        (fake / name).write_text(text)
+        (fake / name).chmod(0o755)
+    env = {**ENV, "PATH": f"{fake}:{os.environ['PATH']}", "SLURM_NNODES": "2", "SLURM_JOB_NODELIST": "node[7-8]",
+           "SLURM_JOB_ID": str(job), "SLURM_SUBMIT_DIR": str(REPO), "HARNESS_PYTHON": sys.executable,
+           "HARNESS_SLURM_OUT": str(tmp / "job"), "TEST_LOGS": str(tmp),
+           "TEST_CORES": " ".join(str(min(c)) for c in nodes_here.core_slices(2))}
+    p = subprocess.run(["bash", str(REPO / "tools/slurm/multinode.sbatch"), "cpu", *run_args], cwd=tmp, env=env,
+                       capture_output=True, text=True, timeout=900)
+    assert p.returncode == 0, p.stderr[-2000:]
+    return [(int((tmp / f"node{k}.rc").read_text()), (tmp / f"node{k}.log").read_text().splitlines())
+            for k in (0, 1)]
 
 
 @pytest.fixture(scope="module")
 def two_nodes(tmp_path_factory):
-    """Both settings' 2x1dev cells, through the Slurm node script (so it is tested as written, too)."""
+    """Both settings' 2x1dev cells, through the Slurm batch script (so it is tested as written, too)."""
     tmp = tmp_path_factory.mktemp("nodes")
     job = next(j for j in range(os.getpid() % 20000, 40000) if _free(20000 + j % 20000))
     only = ",".join(f"scaling/resnet50/{s}/amp-off/2x1dev" for s in SETTINGS)
-    nodes = _slurm_nodes(tmp, ["--synthetic", "--only", only, "--repeats", "1"], job=job)
-    return tmp / "job", nodes, 20000 + job % 20000   # the port node.sh derives from the job id
+    nodes = _slurm_job(tmp, ["--synthetic", "--only", only, "--repeats", "1"], job=job)
+    return tmp / "job", nodes, 20000 + job % 20000   # the port tools/slurm/node.sh derives from the job id
 
 
 @pytest.fixture(scope="module")
@@ -108,7 +121,7 @@ def one_node(tmp_path_factory):
 
 
 def test_every_node_ends_cleanly_node_0_records_and_node_1_serves(two_nodes):
-    """Also the Slurm node script, run as written: node rank, master address and port from Slurm's variables."""
+    """Also the Slurm batch script, run as written: node rank, master address and port from Slurm's variables."""
     _, ((rc0, lines0), (rc1, lines1)), port = two_nodes
     assert (rc0, rc1) == (0, 0), lines0[-5:] + lines1[-5:]
     assert lines0[-1].startswith("done: 2 ok") and lines1[-1].startswith("done: 2 served")
