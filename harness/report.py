@@ -119,7 +119,7 @@ def collect(runs: list[Path]) -> dict[str, Any]:
         store.require_run()
         loaded.append((Path(run), store.read_meta(), store.read_env()))
     labels = _host_labels(loaded)
-    hosts, problems, results = [], [], {}
+    hosts, problems, results, served = [], [], {}, {}
     for (run, meta, env), label in zip(loaded, labels, strict=True):
         if label not in [h["label"] for h in hosts]:
             hosts.append({"label": label, "runs": [str(run)], "meta": meta, "env": env})
@@ -128,7 +128,9 @@ def collect(runs: list[Path]) -> dict[str, Any]:
         for r in RunStore(run).results():
             platform = r.get("platform", meta.get("platform"))
             r = {**r, "platform": platform}
-            if r.get("status") not in ("ok", "served"):   # served: a worker node's share of a multi-node cell
+            if r.get("status") == "served":   # a worker node's share of a multi-node cell: node 0 holds the result
+                served.setdefault(str(run), set()).add(r.get("node_rank"))
+            elif r.get("status") != "ok":
                 problems.append({**r, "host": label})
             results.setdefault(label, []).append(r)
     index = {h["label"]: measure.summarise(results.get(h["label"], [])) for h in hosts}
@@ -142,6 +144,7 @@ def collect(runs: list[Path]) -> dict[str, Any]:
                                                        profile=h["meta"].get("profile"), claims=claims[h["label"]])
                    for h in hosts}
     return {"hosts": hosts, "rows": rows, "problems": problems, "op_ratios": operator_ratios(index),
+            "served": {run: sorted(n for n in nodes if n is not None) for run, nodes in served.items()},
             "table1": table1(rows, hosts, index), "settings": settings_summary(rows),
             "claims": claims, "run_caveats": run_caveats,
             # Whether any ratio has an interval (repeats): the pages then say how it is made and what it decides.

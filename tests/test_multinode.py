@@ -163,6 +163,11 @@ def test_the_report_shows_devices_as_nodes_x_devices_per_node(two_nodes, tmp_pat
     assert p.returncode == 0, p.stderr
     html = (tmp_path / "report" / "report.html").read_text()
     assert "2 (2 nodes x 1)" in html
+    p = harness("report", out / "node1", "--out", tmp_path / "worker")   # a worker's folder: says where to look
+    assert p.returncode == 0, p.stderr
+    html = (tmp_path / "worker" / "report.html").read_text()
+    assert "is node 1&#39;s run folder of a multi-node run" in html or "is node 1's run folder" in html
+    assert "did not finish ok" not in html
 
 
 @pytest.mark.parametrize("setting, node0_says, bound_s", [
