@@ -56,3 +56,25 @@ def with_quick_pynative(text: str) -> str:
 def quick_pynative_matrix(path: Path) -> Path:
     path.write_text(with_quick_pynative((REPO / "harness" / "matrix.toml").read_text()))
     return path
+
+
+@pytest.fixture(scope="session")
+def scaling_run(tmp_path_factory):
+    """ResNet50's 1- and 2-process cells in PyTorch eager and MindSpore PYNATIVE's 2-process cell, one repeat each,
+    at the quick profile's sizes (its PYNATIVE scaling cells put back), run as reproduce.sh runs the harness: this
+    interpreter by its path, no virtual environment's bin/ on PATH (the launchers' workers must still get this
+    interpreter). `out`: the run folder; `results`: cell id -> its repeat 0. MindSpore GRAPH's 2-process cell runs in
+    tests/test_multinode.py (on one core, as the two-node cells' reference)."""
+    import json
+    from types import SimpleNamespace
+
+    out = tmp_path_factory.mktemp("scaling") / "run"
+    env = {**os.environ, "PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"}
+    m = quick_pynative_matrix(tmp_path_factory.mktemp("matrix") / "m.toml")
+    p = subprocess.run([sys.executable, "-m", "harness", "run", "--platform", "cpu", "--out", str(out), "--synthetic",
+                        "--only", "*/resnet50/pytorch/eager/amp-off/*,scaling/resnet50/mindspore/pynative/amp-off/2dev",
+                        "--repeats", "1", "--matrix", str(m)], capture_output=True, text=True, timeout=1200, cwd=REPO,
+                       env=env)
+    assert p.returncode == 0, p.stderr[-3000:]
+    results = {r["cell"]: r for r in json.loads(harness("results", out, "--json").stdout) if r["repeat"] == 0}
+    return SimpleNamespace(out=out, results=results)
