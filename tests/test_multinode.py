@@ -1,7 +1,7 @@
 """Several hosts, tested as two nodes on one machine (tools/nodes_here.py: one `harness run` per node, each on its own
 core, HARNESS_NNODES=2, a fixed master port): torchrun with PyTorch eager and msrun with MindSpore GRAPH, 2 nodes x 1
 process. Node 0 records one result per cell with every rank in it; node 1 records that it served it. The merged result
-is checked against the single-node 2-process cell with each rank on one core too (same global batch, same weights
+is checked against the single-node 2-process cell with each rank on as many cores (same global batch, same weights
 after training). A rank that dies ends every node's runner in one line naming the node and rank; --resume on every
 node then finishes the cell. The Slurm scripts run as written, with Slurm's variables set by hand (the two-node run
 goes through tools/slurm/multinode.sbatch)."""
