@@ -338,8 +338,9 @@ def _require_data(cell: Cell, folders: dict[str, str]) -> None:
 
 
 def _too_few_devices(cell: Cell, n_devices: int, platform: str) -> str | None:
-    if platform != "cpu" and cell.devices > n_devices:
-        return f"needs {cell.devices} devices, the host shows {n_devices}"
+    """A cell that needs more devices on this host than it shows (a multi-node cell: its devices per node)."""
+    if platform != "cpu" and cell.devices_per_node > n_devices:
+        return f"needs {cell.devices_per_node} devices on each host, the host shows {n_devices}"
     return None
 
 

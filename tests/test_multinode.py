@@ -235,6 +235,14 @@ def _cmdline_has(proc: Path, needle: bytes) -> bool:
         return False
 
 
+def test_a_multi_node_cell_needs_its_devices_per_node_on_each_host():
+    from harness import runner
+
+    cell = next(c for c in load().expand("quick", nodes=2) if c.id.endswith("pytorch/eager/amp-off/2x2dev"))
+    assert runner._too_few_devices(cell, 2, "cuda") is None        # 4 devices over 2 hosts of 2
+    assert runner._too_few_devices(cell, 1, "cuda") == "needs 2 devices on each host, the host shows 1"
+
+
 def test_multi_node_cells_are_the_profiles_data_parallel_settings_at_each_count_per_node():
     cells = load().expand("quick", nodes=2)
     assert sorted(c.id for c in cells) == sorted(f"scaling/resnet50/{s}/amp-off/2x{n}dev"
