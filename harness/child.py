@@ -19,7 +19,7 @@ from harness.cell import Cell
 from harness.context import CellContext
 from harness.errors import Unsupported
 from harness.frameworks import backend as load_backend
-from harness.launch import pid_line as launch_pid_line
+from harness.launch import nodes, pid_line
 from harness.store import write_json_atomic
 
 
@@ -48,7 +48,7 @@ def main(spec_path: str) -> int:
         os.dup2(log, 1)
         os.dup2(log, 2)
         # The launchers name a dead worker by its pid: this line lets the runner name its rank and node.
-        print(f"{launch_pid_line(rank, os.getpid())}", flush=True)
+        print(pid_line(rank, os.getpid()), flush=True)
     ctx = CellContext(cell=cell, platform=spec["platform"], repeat=spec["repeat"], data_folder=spec["data_folder"],
                       synthetic=spec["synthetic"], rank=rank, local_rank=local_rank, world_size=world)
     events_path = rank_path(spec["events"], rank, world)
@@ -82,7 +82,7 @@ def main(spec_path: str) -> int:
         recording = sampler.stop() if sampler is not None else None
     if out.get("status") == "ok":
         out.update(_telemetry(recording, events_path, out, cell, t_events0, framework_peak, framework_why))
-    out.update(node=int(os.environ.get("HARNESS_NODE_RANK", 0) or 0), host=socket.gethostname())
+    out.update(node=nodes().rank, host=socket.gethostname())
     write_json_atomic(rank_path(spec["child_result"], rank, world), out)
     if world == 1:
         leave_now(0)

@@ -121,9 +121,6 @@ class Nodes:
         return {"nnodes": str(self.count), "node_rank": str(self.rank), "master_addr": self.master_addr}
 
 
-NODE_VARS = ("HARNESS_NNODES", "HARNESS_NODE_RANK", "HARNESS_MASTER_ADDR", "HARNESS_MASTER_PORT")
-
-
 def nodes(environ=None) -> Nodes:
     """The multi-node settings from the environment, checked: a bad one is one line naming the variable."""
     env = os.environ if environ is None else environ
@@ -198,13 +195,13 @@ def rank_pids(logs: list[Path]) -> dict[int, int]:
     """pid -> rank, from the first line of each rank's log."""
     out = {}
     for log in logs:
-        m = re.match(r"harness\.child: rank (\d+) pid (\d+)", tail_head(log))
+        m = re.match(r"harness\.child: rank (\d+) pid (\d+)", first_line(log))
         if m:
             out[int(m.group(2))] = int(m.group(1))
     return out
 
 
-def tail_head(path: Path) -> str:
+def first_line(path: Path) -> str:
     try:
         with open(path, errors="replace") as f:
             return f.readline()
@@ -247,17 +244,22 @@ def peer_lost(text: str) -> bool:
 
 
 def own_error(path: Path) -> str | None:
-    """The log's last 'SomethingError: ...' line, or None where it has none."""
-    err = last_error(path)
-    head = err.split(":", 1)[0]
-    return err if ":" in err and head.isidentifier() and head.endswith(("Error", "Exception")) else None
-
-
-def last_error(path: Path) -> str:
-    """The line of the log that names the error (the last 'SomethingError: ...'), else its last line."""
-    lines = [ln.strip() for ln in tail(path, 200).splitlines() if ln.strip()]
-    for line in reversed(lines):
+    """The log's last line that names an error ('SomethingError: ...'), or None where it has none."""
+    for line in reversed(_lines(path)):
         head = line.split(":", 1)[0]
         if head.isidentifier() and (head.endswith(("Error", "Exception")) or head in ("KeyboardInterrupt",)):
             return line[:300]
+    return None
+
+
+def _lines(path: Path) -> list[str]:
+    return [ln.strip() for ln in tail(path, 200).splitlines() if ln.strip()]
+
+
+def last_error(path: Path) -> str:
+    """The line of the log that names the error (own_error), else its last line."""
+    err = own_error(path)
+    if err:
+        return err
+    lines = _lines(path)
     return lines[-1][:300] if lines else "no output"

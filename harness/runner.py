@@ -145,7 +145,7 @@ def run(matrix: Matrix, profile: str, platform: str, out: Path, *, only: str | N
             _require_data(cell, folders)
             log(f"{head}: running (timeout {cell.timeout_s:.0f} s)")
             try:
-                result = _run_child(store, cell, repeat, platform, folders, cell.dataset in fake, shim, log)
+                result = _run_child(store, cell, repeat, platform, folders, cell.dataset in fake, shim, node, log)
             except Interrupted:
                 raise
             except Exception as e:  # noqa: BLE001 - a cell that cannot run is a failed cell; the run goes on
@@ -361,7 +361,7 @@ def _base(cell: Cell, repeat: int, platform: str, synthetic: bool) -> dict[str, 
 
 
 def _run_child(store: RunStore, cell: Cell, repeat: int, platform: str, folders: dict, synthetic: bool,
-               shim: Path, log=None) -> dict:
+               shim: Path, node: launch.Nodes, log=None) -> dict:
     spec_path = store.path(cell.id, repeat, ".spec.json")
     child_result = store.path(cell.id, repeat, ".child.json")
     events_path = store.path(cell.id, repeat, eventlog.SUFFIX)
@@ -380,7 +380,6 @@ def _run_child(store: RunStore, cell: Cell, repeat: int, platform: str, folders:
     env = {**os.environ, **process_env, "PYTHONUNBUFFERED": "1",
            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
            "PATH": os.pathsep.join(filter(None, [str(shim), os.environ.get("PATH")]))}
-    node = launch.nodes()
     fixed_port = node.master_port
     # Epoch lines from the event log as it grows (the first local rank's for a launched cell).
     first_local = node.rank * cell.devices_per_node if cell.nodes > 1 else 0
