@@ -254,10 +254,13 @@ run_cells() {  # run_cells NAME GLOB
   listed="$(inside python -m harness list --profile quick --only "$glob" 2> /dev/null)"
   want="$(printf '%s\n' "$listed" | grep -c . || true)"
   [ "$want" -gt 0 ] || fail "python -m harness list in the image gave no cells for --only '$glob'"
-  runs_want="$(printf '%s\n' "$listed" | awk 'NF { n = $NF; if (n ~ /^x[0-9]+$/) s += substr(n, 2); else s += 1 } END { print s }')"
-  echo "check_image: running $want quick cells ('$glob'), $runs_want runs with their repeats, in the image" >&2
+  # One repeat a cell: the check is that each cell runs in the image, not its verdicts (the test suite and the
+  # committed runs hold those); a second repeat would only add time.
+  runs_want="$want"
+  echo "check_image: running $want quick cells ('$glob'), one repeat each, in the image" >&2
   timeout 1800 "${buildah[@]}" run --isolation chroot "${mounts[@]}" "$ctr" -- \
-      python -m harness run --platform cpu --profile quick --only "$glob" "${data_args[@]}" --out "/results/$name" \
+      python -m harness run --platform cpu --profile quick --only "$glob" --repeats 1 --max-repeats 1 \
+      "${data_args[@]}" --out "/results/$name" \
     || echo "check_image: harness run exited non-zero; checking the results" >&2
   python3 - "$runs/$name" "$runs_want" "$want" <<'EOF' || fail "not every cell is ok inside the image (results: $runs/$name)"
 import json, sys

@@ -15,4 +15,24 @@ python3 -m venv .venv-tox
 if [ $# -gt 0 ]; then
   exec .venv-tox/bin/tox "$@"
 fi
-exec .venv-tox/bin/tox -e lint,test,main,image,image-cuda
+# One tox environment at a time, each one's output kept in .tox/logs/: when one fails, its last lines are printed
+# again at the very end, where a reader of the output (or of its tail, as CI keeps it) sees why.
+mkdir -p .tox/logs
+failed=()
+summary=()
+for env in lint test main image image-cuda; do
+  t0=$(date +%s)
+  if .venv-tox/bin/tox -e "$env" 2>&1 | tee ".tox/logs/$env.log"; then status=OK; else status=FAILED; failed+=("$env"); fi
+  summary+=("$(printf '  %-10s %-6s %5d s' "$env" "$status" $(($(date +%s) - t0)))")
+done
+for env in "${failed[@]}"; do
+  echo "--- $env failed; its last 40 lines (all of them in .tox/logs/$env.log):"
+  tail -n 40 ".tox/logs/$env.log"
+done
+echo "tools/test.sh: each environment (status, wall time):"
+printf '%s\n' "${summary[@]}"
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "tools/test.sh: FAILED: ${failed[*]}"
+  exit 1
+fi
+echo "tools/test.sh: all passed"
