@@ -129,6 +129,37 @@ def all_gather_object(ctx, obj: Any) -> list[Any]:
     return out
 
 
+def profile_ops(ctx, run, folder: str) -> dict[str, tuple[float, int]]:
+    """run() under mindspore.profiler (its CPU activity; NPU or GPU too on a device): op type -> (total time in
+    seconds, occurrences), from the op-type table it writes (FRAMEWORK/cpu_op_type_info_*.csv on CPU; on Ascend its
+    op_statistic.csv). Seen on the 2-core machine in GRAPH and PYNATIVE mode with MindSpore 2.10."""
+    import csv
+    import glob
+
+    import mindspore as ms
+    from mindspore.profiler import ProfilerActivity
+
+    acts = [ProfilerActivity.CPU] + {"ascend": [ProfilerActivity.NPU], "cuda": [ProfilerActivity.GPU]}.get(
+        ctx.platform, [])
+    with ms.profiler.profile(activities=acts, on_trace_ready=ms.profiler.tensorboard_trace_handler(folder)):
+        run()
+        synchronize(ctx)
+    ops: dict[str, tuple[float, int]] = {}
+    if ctx.platform == "ascend":
+        for path in glob.glob(os.path.join(folder, "*", "ASCEND_PROFILER_OUTPUT", "op_statistic.csv")):
+            with open(path, newline="") as f:
+                for row in csv.DictReader(f):   # OP Type, Count, Total Time(us)
+                    t, n = ops.get(row["OP Type"], (0.0, 0))
+                    ops[row["OP Type"]] = (t + float(row["Total Time(us)"]) / 1e6, n + int(row["Count"]))
+        return ops
+    for path in glob.glob(os.path.join(folder, "*", "FRAMEWORK", "cpu_op_type_info_*.csv")):
+        with open(path, newline="") as f:
+            for row in csv.DictReader(f):   # op_type, type_occurrences, total_compute_time (ms), ...
+                t, n = ops.get(row["op_type"], (0.0, 0))
+                ops[row["op_type"]] = (t + float(row["total_compute_time"]) / 1e3, n + int(row["type_occurrences"]))
+    return ops
+
+
 def set_threads(ctx, n: int) -> dict[str, Any]:
     """Its CPU kernels' thread pool (mindspore.device_context.cpu.op_tuning.threads_num, which may be set once per
     process). Its runtime keeps an actor thread and a kernel thread beside the caller whatever n is (seen on the

@@ -83,6 +83,34 @@ def all_gather_object(ctx, obj: Any) -> list[Any]:
     return out
 
 
+def profile_ops(ctx, run, folder: str) -> dict[str, tuple[float, int]]:
+    """run() under torch.profiler: op name -> (self time in seconds, calls). On CPU the ops' self CPU time; on a device
+    (CUDA through CUPTI, Ascend through torch_npu's profiler) their self device time where they have one. The op table
+    goes to folder/ops.txt (its top rows, bounded)."""
+    import torch
+
+    if ctx.platform == "ascend":
+        import torch_npu
+
+        prof_mod = torch_npu.profiler
+        acts = [prof_mod.ProfilerActivity.CPU, prof_mod.ProfilerActivity.NPU]
+    else:
+        prof_mod = torch.profiler
+        acts = [prof_mod.ProfilerActivity.CPU] + ([prof_mod.ProfilerActivity.CUDA] if ctx.platform == "cuda" else [])
+    with prof_mod.profile(activities=acts) as prof:
+        run()
+        synchronize(ctx)
+    ops: dict[str, tuple[float, int]] = {}
+    for e in prof.key_averages():
+        device_us = getattr(e, "self_device_time_total", 0) or 0
+        us = device_us if ctx.platform != "cpu" and device_us else e.self_cpu_time_total
+        ops[e.key] = (us / 1e6, e.count)
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, "ops.txt"), "w") as f:
+        f.write(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=40, max_name_column_width=60))
+    return ops
+
+
 def device(ctx):
     import torch
 
