@@ -14,7 +14,7 @@ import sys
 import time
 import traceback
 
-from harness import eventlog, mlperf, scenarios, telemetry
+from harness import eventlog, mlperf, profiling, scenarios, telemetry
 from harness.cell import Cell
 from harness.context import CellContext
 from harness.errors import Unsupported
@@ -49,8 +49,11 @@ def main(spec_path: str) -> int:
         os.dup2(log, 2)
         # The launchers name a dead worker by its pid: this line lets the runner name its rank and node.
         print(pid_line(rank, os.getpid()), flush=True)
+    # The profiled pass (harness.profiling): a single-process model cell's first repeat, unless HARNESS_PROFILE=off.
+    profiled = cell.kind == "model" and world == 1 and spec["repeat"] == 0 and profiling.enabled()
     ctx = CellContext(cell=cell, platform=spec["platform"], repeat=spec["repeat"], data_folder=spec["data_folder"],
-                      synthetic=spec["synthetic"], rank=rank, local_rank=local_rank, world_size=world)
+                      synthetic=spec["synthetic"], rank=rank, local_rank=local_rank, world_size=world,
+                      profile_dir=spec["log"].removesuffix(".log") + ".profile" if profiled else None)
     events_path = rank_path(spec["events"], rank, world)
     events = eventlog.EventLog(events_path)
     t_events0 = time.perf_counter() - events.elapsed()  # the event log's clock origin on the sampler's clock

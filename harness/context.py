@@ -21,6 +21,7 @@ class CellContext:
     local_rank: int = 0
     world_size: int = 1
     settings: dict[str, Any] = field(default_factory=dict)   # per-framework process settings applied
+    profile_dir: str | None = None   # where the profiled pass keeps its profiler's output (None: no profiled pass)
 
     @property
     def seed(self) -> int:

@@ -356,6 +356,8 @@ def _base(cell: Cell, repeat: int, platform: str, synthetic: bool) -> dict[str, 
             "best_metric": None, "test_metric": None, "time_to_target_s": None, "first_epoch_throughput": None,
             "mean_throughput_other_epochs": None, "throughput_unit": trains.throughput_unit if trains else None,
             "curve": [],
+            # Why the step takes what it takes (harness.profiling): a model cell's first repeat, once it ran.
+            "profile": None,
             # Telemetry (peak memory, energy, power): null until a child that ran measures them.
             **telemetry.null_keys()}
 

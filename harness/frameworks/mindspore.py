@@ -152,11 +152,17 @@ def profile_ops(ctx, run, folder: str) -> dict[str, tuple[float, int]]:
                     t, n = ops.get(row["OP Type"], (0.0, 0))
                     ops[row["OP Type"]] = (t + float(row["Total Time(us)"]) / 1e6, n + int(row["Count"]))
         return ops
-    for path in glob.glob(os.path.join(folder, "*", "FRAMEWORK", "cpu_op_type_info_*.csv")):
+    from harness import profiling
+
+    for path in glob.glob(os.path.join(folder, "*", "FRAMEWORK", "cpu_op_detail_info_*.csv")):
         with open(path, newline="") as f:
-            for row in csv.DictReader(f):   # op_type, type_occurrences, total_compute_time (ms), ...
-                t, n = ops.get(row["op_type"], (0.0, 0))
-                ops[row["op_type"]] = (t + float(row["total_compute_time"]) / 1e3, n + int(row["type_occurrences"]))
+            for row in csv.DictReader(f):   # op_type, full_op_name, op_occurrences, op_total_time(ms), ...
+                # GRAPH mode names each op with its cell's scope (".../drop0-Dropout/Dropout-op0"): an op inside a
+                # cell that has a category of its own counts there, keyed "<cell>/<op type>".
+                cell = next((c for c in row["full_op_name"].split("/")[:-1] if profiling.scope(NAME, c + "/")), None)
+                key = f"{cell}/{row['op_type']}" if cell else row["op_type"]
+                t, n = ops.get(key, (0.0, 0))
+                ops[key] = (t + float(row["op_total_time(ms)"]) / 1e3, n + int(row["op_occurrences"]))
     return ops
 
 

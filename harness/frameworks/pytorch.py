@@ -100,11 +100,22 @@ def profile_ops(ctx, run, folder: str) -> dict[str, tuple[float, int]]:
     with prof_mod.profile(activities=acts) as prof:
         run()
         synchronize(ctx)
+    from harness import profiling
+
     ops: dict[str, tuple[float, int]] = {}
-    for e in prof.key_averages():
+    for e in prof.events():
+        # An op called by another that has a category of its own (aten::dropout calls aten::bernoulli_, div_, mul)
+        # counts there: its time goes to the outermost such caller.
+        outer, parent = None, e.cpu_parent
+        while parent is not None:
+            if profiling.scope(NAME, parent.name):
+                outer = parent.name
+            parent = parent.cpu_parent
+        key = outer or e.name
         device_us = getattr(e, "self_device_time_total", 0) or 0
         us = device_us if ctx.platform != "cpu" and device_us else e.self_cpu_time_total
-        ops[e.key] = (us / 1e6, e.count)
+        t, n = ops.get(key, (0.0, 0))
+        ops[key] = (t + us / 1e6, n + (key == e.name))
     os.makedirs(folder, exist_ok=True)
     with open(os.path.join(folder, "ops.txt"), "w") as f:
         f.write(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=40, max_name_column_width=60))

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from harness import data as datasets
-from harness import eventlog, mlperf
+from harness import eventlog, mlperf, profiling
 from harness.contracts import PartialEpochWorkload
 from harness.errors import HarnessError
 from harness.models import model_module
@@ -39,6 +39,7 @@ def run(ctx, backend, events) -> dict[str, Any]:
     parts = spec.evals_per_epoch
     train = _trainer(workload, cell, parts)
     best = float("-inf")
+    train_times: list[float] = []
     for epoch, part in itertools.product(range(spec.epochs), range(parts)):
         # With evals_per_epoch, each part of an epoch is one epoch_start/epoch_stop block with its own
         # evaluation, so time to target is known to a fraction of an epoch; `part` says which.
@@ -48,6 +49,7 @@ def run(ctx, backend, events) -> dict[str, Any]:
         loss, samples = train(part, parts)
         backend.synchronize(ctx)
         train_s = time.perf_counter() - t
+        train_times.append(train_s)
         events.log(eventlog.EPOCH_STOP, event_type=eventlog.END, train_s=train_s, samples=samples, loss=loss, **block)
         events.log(eventlog.EVAL_START, event_type=eventlog.START, **block)
         metric = workload.evaluate("val")
@@ -60,6 +62,10 @@ def run(ctx, backend, events) -> dict[str, Any]:
     events.log(eventlog.RUN_STOP, event_type=eventlog.END,
                status=eventlog.SUCCESS if best >= spec.target else eventlog.ABORTED)
     events.log(eventlog.TEST_METRIC, workload.evaluate("test"))
+    if ctx.profile_dir is not None:   # why the step takes what it takes: out of every measured figure
+        steady = train_times[parts:]   # the measured epochs after the first (the first compiles and warms up)
+        return {"profile": profiling.profiled_epoch(ctx, backend, workload,
+                                                    sum(steady) * parts / len(steady) if steady else None)}
     if ctx.world_size == 1:
         return {}
     digest = hashlib.sha256()
