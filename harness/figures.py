@@ -217,3 +217,27 @@ def energy(rows: list[dict[str, Any]], host: str, folder: Path) -> dict[str, str
     ax.set_xlabel("energy per training sample (J)")
     fig.tight_layout()
     return _finish(fig, folder, f"energy-{slug(host)}")
+
+
+def step_categories(explanation: dict[str, Any], folder: Path) -> dict[str, str] | None:
+    """Where a training step's time goes, for one workload on one host: time per step by category (harness.profiling),
+    PyTorch eager beside MindSpore GRAPH and PYNATIVE, one bar per setting in each category."""
+    from harness.profiling import CATEGORIES, OVERHEAD
+
+    bars = explanation["bars"]
+    if not bars:
+        return None
+    cats = [c for c in (*CATEGORIES, OVERHEAD) if any(b["per_step_s"].get(c, 0) > 0 for b in bars)]
+    fig, ax = plt.subplots(figsize=(6.4, 0.35 * len(cats) + 0.9))
+    height = 0.8 / len(bars)
+    for i, b in enumerate(bars):
+        y = [k + (i - (len(bars) - 1) / 2) * height for k in range(len(cats))]
+        ax.barh(y, [b["per_step_s"].get(c, 0) * 1000 for c in cats], height=height,
+                color=COLOURS.get(b["framework"], "grey"), hatch="//" if b["mode"] == "pynative" else None,
+                alpha=0.9 if b["mode"] != "pynative" else 0.5, label=f"{b['framework']} {b['mode']}")
+    ax.set_yticks(range(len(cats)), cats)
+    ax.invert_yaxis()
+    ax.set(xlabel="ms per training step", title=f"{explanation['model']}: where a step's time goes")
+    ax.legend(frameon=False, fontsize=7)
+    fig.tight_layout()
+    return _finish(fig, folder, f"why-{explanation['model']}-{slug(explanation['host'])}")

@@ -19,7 +19,7 @@ from typing import Any
 
 import jinja2
 
-from harness import arith, cellid, companion, faults, figures, measure, platforms
+from harness import arith, cellid, companion, explain, faults, figures, measure, platforms
 from harness import claims as claim_rules
 from harness.errors import HarnessError
 from harness.store import RunStore, write_atomic
@@ -95,6 +95,8 @@ def _row(host: str, s: measure.Repeats) -> dict[str, Any]:
         "time_to_target": s.time_to_target.spread(), "best_metric": spread("best_metric"),
         "test_metric": spread("test_metric"), "metric": first.get("metric"), "target": first.get("target"),
         "settings": first.get("settings"), "process_env": first.get("process_env"),
+        # the profiled pass (harness.profiling): one repeat has it
+        "profile": next((r["profile"] for r in s.ok if r.get("profile")), None),
         # scaling cells
         "global_throughput": s.value("global_throughput"), "efficiency": s.value("efficiency"),
         "per_device_throughput": s.value("per_device_throughput"),
@@ -145,6 +147,7 @@ def collect(runs: list[Path]) -> dict[str, Any]:
                    for h in hosts}
     return {"hosts": hosts, "rows": rows, "problems": problems, "op_ratios": operator_ratios(index),
             "served": {run: sorted(n for n in nodes if n is not None) for run, nodes in served.items()},
+            "why": explain.explanations(rows),
             "table1": table1(rows, hosts, index), "settings": settings_summary(rows),
             "claims": claims, "run_caveats": run_caveats,
             # Whether any ratio has an interval (repeats): the pages then say how it is made and what it decides.
@@ -311,7 +314,8 @@ def make_figures(data: dict[str, Any], folder: Path) -> dict[str, dict[str, Any]
         out[host] = {"fig3": figures.curves(data["rows"], host, folder, data["time_to_target"].get(host)),
                      "fig4": figures.scaling(data["rows"], host, folder),
                      "fig5": figures.operator_ratios(data["op_ratios"], host, folder),
-                     "energy": figures.energy(data["rows"], host, folder)}
+                     "energy": figures.energy(data["rows"], host, folder),
+                     "why": {e["model"]: figures.step_categories(e, folder) for e in data["why"] if e["host"] == host}}
     return out
 
 
@@ -332,7 +336,7 @@ def _environments() -> tuple[jinja2.Environment, jinja2.Environment]:
     return html_env, tex_env
 
 
-TABLES = ("table1", "time_to_target", "claims", "operators")
+TABLES = ("table1", "time_to_target", "claims", "operators", "why")
 
 
 def render(runs: list[Path], out: Path | None = None) -> Path:

@@ -1,0 +1,63 @@
+"""Why each verdict: for every workload and host, where a training step's time goes in each framework (from the
+profiled pass, harness.profiling), and one sentence made from those numbers that names the categories which make most
+of the difference between PyTorch eager and MindSpore GRAPH (C1's fair pair). The report renders them (a chart per
+workload, a LaTeX table); nothing here formats HTML.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.profiling import CATEGORIES, OVERHEAD
+
+SETTINGS = (("pytorch", "eager"), ("mindspore", "graph"), ("mindspore", "pynative"))   # the chart's bars, in order
+PAIR = (("pytorch", "eager"), ("mindspore", "graph"))   # the sentence's comparison: C1's fair baseline
+NAMED_SHARE = 0.7   # the sentence names categories until they make this share of the difference (at most three)
+DATASET = {"gcn": "Cora", "resnet50": "CIFAR-10", "gru": "Multi30K", "lstm": "aclImdb", "googlenet": "CIFAR-10",
+           "bert": "aclImdb"}
+
+
+def explanations(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per (host, model) with a profiled fp32 cell: the settings' time per step by category, and the sentence."""
+    found: dict[tuple[str, str], dict[tuple[str, str], dict]] = {}
+    for r in rows:
+        if r["kind"] == "model" and r["amp"] == "off" and r.get("profile") and (r["framework"], r["mode"]) in SETTINGS:
+            found.setdefault((r["host"], r["model"]), {})[(r["framework"], r["mode"])] = r["profile"]
+    out = []
+    for (host, model), by_setting in sorted(found.items()):
+        bars = [{"framework": fw, "mode": mode, "step_s": p["step_wall_s"], "per_step_s": p["per_step_s"],
+                 "overhead": p.get("overhead"), "top_ops": p.get("top_ops", [])}
+                for (fw, mode) in SETTINGS if (p := by_setting.get((fw, mode)))]
+        shown = [c for c in (*CATEGORIES, OVERHEAD) if any(b["per_step_s"].get(c, 0) >= 5e-5 for b in bars)]
+        out.append({"host": host, "model": model, "bars": bars, "categories": shown,
+                    "sentence": sentence(host, model, by_setting.get(PAIR[0]), by_setting.get(PAIR[1]))})
+    return out
+
+
+def sentence(host: str, model: str, pt: dict | None, ms: dict | None) -> str | None:
+    """'GCN/Cora, cpu: of the 44 ms per step between the frameworks (PyTorch eager 67 ms, MindSpore GRAPH 23 ms),
+    37 ms is dropout/random.' None without both sides."""
+    if not pt or not ms:
+        return None
+    cats = (*CATEGORIES, OVERHEAD)
+    diff = {c: pt["per_step_s"].get(c, 0.0) - ms["per_step_s"].get(c, 0.0) for c in cats}
+    total = pt["step_wall_s"] - ms["step_wall_s"]
+    head = f"{model.upper() if model in ('gcn', 'gru', 'lstm', 'bert') else model}/{DATASET.get(model, '?')}, {host}"
+    walls = f"PyTorch eager {_ms(pt['step_wall_s'])}, MindSpore GRAPH {_ms(ms['step_wall_s'])}"
+    if total == 0:
+        return f"{head}: the frameworks take the same time per step ({walls})."
+    sign = 1 if total > 0 else -1
+    named, covered = [], 0.0
+    for c in sorted(cats, key=lambda c: -diff[c] * sign):
+        if diff[c] * sign <= 0 or len(named) == 3 or covered >= NAMED_SHARE * abs(total):
+            break
+        named.append(f"{_ms(abs(diff[c]))} is {c}")
+        covered += abs(diff[c])
+    slower = "PyTorch" if total > 0 else "MindSpore"
+    parts = ", ".join(named[:-1]) + (" and " if len(named) > 1 else "") + named[-1] if named else "no category"
+    return (f"{head}: of the {_ms(abs(total))} per step by which {slower} is slower ({walls}), {parts}.")
+
+
+def _ms(seconds: float) -> str:
+    ms = seconds * 1000
+    return f"{ms:.0f} ms" if ms >= 10 else f"{ms:.1f} ms" if ms >= 1 else f"{ms:.2f} ms"
