@@ -50,7 +50,9 @@ def main(spec_path: str) -> int:
         # The launchers name a dead worker by its pid: this line lets the runner name its rank and node.
         print(pid_line(rank, os.getpid()), flush=True)
     # The profiled pass (harness.profiling): a single-process model cell's first repeat, unless HARNESS_PROFILE=off.
-    profiled = cell.kind == "model" and world == 1 and spec["repeat"] == 0 and profiling.enabled()
+    # Modes whose ops a profiler names (not torch.compile's generated kernels): the back-end's PROFILED_MODES.
+    profiled = (cell.kind == "model" and world == 1 and spec["repeat"] == 0 and profiling.enabled()
+                and cell.mode in getattr(backend, "PROFILED_MODES", ()))
     ctx = CellContext(cell=cell, platform=spec["platform"], repeat=spec["repeat"], data_folder=spec["data_folder"],
                       synthetic=spec["synthetic"], rank=rank, local_rank=local_rank, world_size=world,
                       profile_dir=spec["log"].removesuffix(".log") + ".profile" if profiled else None)

@@ -57,6 +57,13 @@ class Backend(Protocol):
         """Every rank's `obj` (picklable), in rank order, over the cell's own collective (called by every rank of a
         launched cell once its measurements are written)."""
 
+    PROFILED_MODES: tuple[str, ...]   # the modes the profiled pass (harness.profiling) takes apart
+
+    def profile_ops(self, ctx: CellContext, run: Any, folder: str) -> dict[str, tuple[float, int]]:
+        """run() under the framework's own profiler: op name -> (self time in seconds, calls), an op called inside
+        one that has a category of its own (harness/profiling/categories.toml's scopes) counted there; the profiler's
+        output kept in folder."""
+
     def synchronize(self, ctx: CellContext) -> None:
         """Wait for all queued device work (called before a clock is read)."""
 

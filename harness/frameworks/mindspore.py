@@ -13,6 +13,7 @@ from harness.errors import Unsupported
 
 NAME = "mindspore"
 MODES = ("graph", "pynative")
+PROFILED_MODES = MODES   # harness.profiling: both modes name their ops
 DEVICE_TARGET = {"cpu": "CPU", "cuda": "GPU", "ascend": "Ascend"}
 
 

@@ -12,6 +12,9 @@ from harness.errors import Unsupported
 
 NAME = "pytorch"
 MODES = ("eager", "compile")
+# The profiled pass (harness.profiling) in eager mode only: torch.compile fuses ops into generated kernels whose names
+# say nothing of the ops they hold.
+PROFILED_MODES = ("eager",)
 
 
 def process_env(platform: str, kind: str = "model") -> dict[str, str]:

@@ -23,6 +23,7 @@ CATEGORIES = ("convolution", "matmul/dense", "normalisation", "activation", "dro
               "embedding/gather", "loss", "optimizer update", "elementwise", "copy/cast/layout", "other")
 OVERHEAD = "host and framework overhead"   # step wall time minus the ops' self times: its own category
 TOP_OPS = 10
+OTHER_LIMIT = 0.05   # "other" (ops named but of no category of their own) may hold at most this share of a step
 
 
 @cache
@@ -45,11 +46,12 @@ def scope(framework: str, name: str) -> str | None:
     return next((c for pattern, c in _rules().get((framework, "scopes"), []) if pattern.fullmatch(name)), None)
 
 
-def categorise(framework: str, op: str) -> str:
+def categorise(framework: str, op: str, strict: bool = False) -> str | None:
     """The category of one of a framework's op names: its scope's where it is one, else the first `ops` rule that
-    matches it whole; "other" where none does."""
-    return scope(framework, op) or next(
-        (c for pattern, c in _rules().get((framework, "ops"), []) if pattern.fullmatch(op)), "other")
+    matches it whole; where none does, "other" (None with `strict`: the coverage check's "no category")."""
+    found = scope(framework, op) or next(
+        (c for pattern, c in _rules().get((framework, "ops"), []) if pattern.fullmatch(op)), None)
+    return found or (None if strict else "other")
 
 
 def summarise(framework: str, ops: dict[str, tuple[float, int]], steps: int, step_wall_s: float) -> dict[str, Any]:
@@ -65,7 +67,9 @@ def summarise(framework: str, ops: dict[str, tuple[float, int]], steps: int, ste
             "per_step_s": per_step,
             "share": {c: (s / step_wall_s if step_wall_s > 0 else None) for c, s in per_step.items()},
             "top_ops": [{"op": op, "category": categorise(framework, op), "self_s_per_step": s / steps,
-                         "calls_per_step": n / steps} for op, (s, n) in top]}
+                         "calls_per_step": n / steps} for op, (s, n) in top],
+            # every op, for the category coverage check (tools/profile_ops.py): name -> [s per step, category]
+            "ops": {op: [s / steps, categorise(framework, op)] for op, (s, _) in ops.items()}}
 
 
 def enabled() -> bool:

@@ -1,0 +1,79 @@
+"""Why each verdict: the operator categories (one vocabulary for both frameworks, harness/profiling/categories.toml),
+their coverage of the ops the quick profile's cells run, the per-step arithmetic and the sentence the report prints."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from harness import explain, profiling
+from harness.frameworks import mindspore as ms_backend
+from harness.frameworks import pytorch as pt_backend
+
+FIXTURE = Path(__file__).parent / "fixtures" / "profile_ops_quick.json"
+
+
+def _cells():
+    return json.loads(FIXTURE.read_text()).items()
+
+
+def test_every_rule_names_a_category_of_the_vocabulary():
+    profiling._rules.cache_clear()
+    rules = profiling._rules()
+    assert {fw for fw, _ in rules} == {"pytorch", "mindspore"}
+    assert all(c in profiling.CATEGORIES for pats in rules.values() for _, c in pats)
+
+
+@pytest.mark.parametrize("cell, seen", _cells(), ids=[c for c, _ in _cells()])
+def test_every_op_of_the_quick_profile_has_a_category_and_other_stays_small(cell, seen):
+    """The ops each quick cell's profiled epoch ran (tools/profile_ops.py on a quick run): none falls through every
+    rule, and the ops filed as "other" hold at most OTHER_LIMIT of the step."""
+    fw = seen["framework"]
+    missing = sorted(op for op in seen["ops"] if profiling.categorise(fw, op, strict=True) is None)
+    assert not missing, f"{cell}: ops with no category in categories.toml: {missing}"
+    other = sum(share for op, share in seen["ops"].items() if profiling.categorise(fw, op) == "other")
+    assert other <= profiling.OTHER_LIMIT, f"{cell}: 'other' is {other:.1%} of a step"
+
+
+def test_the_backends_declare_which_modes_they_profile():
+    assert pt_backend.PROFILED_MODES == ("eager",)            # torch.compile's generated kernels name no op
+    assert set(ms_backend.PROFILED_MODES) == {"graph", "pynative"}
+
+
+@pytest.mark.parametrize("fw, op, category", [
+    ("pytorch", "aten::dropout", "dropout/random"), ("pytorch", "aten::bernoulli_", "dropout/random"),
+    ("pytorch", "Optimizer.step#Adam.step", "optimizer update"), ("pytorch", "aten::mkldnn_convolution", "convolution"),
+    ("pytorch", "autograd::engine::evaluate_function: ConvolutionBackward0", "convolution"),
+    ("mindspore", "Dropout", "dropout/random"), ("mindspore", "drop0-Dropout/Dropout", "dropout/random"),
+    ("mindspore", "Conv2D", "convolution"), ("mindspore", "Tile", "copy/cast/layout"),
+    ("mindspore", "no-such-op", "other")])
+def test_op_names_map_to_their_category(fw, op, category):
+    assert profiling.categorise(fw, op) == category
+
+
+def test_a_step_is_its_ops_self_times_plus_the_overhead():
+    ops = {"aten::dropout": (0.100, 2), "aten::mm": (0.040, 14), "aten::copy_": (0.004, 40)}
+    s = profiling.summarise("pytorch", ops, steps=2, step_wall_s=0.080)
+    assert s["per_step_s"]["dropout/random"] == pytest.approx(0.050)
+    assert s["per_step_s"]["matmul/dense"] == pytest.approx(0.020)
+    assert s["per_step_s"]["copy/cast/layout"] == pytest.approx(0.002)
+    assert s["per_step_s"][profiling.OVERHEAD] == pytest.approx(0.008)
+    assert sum(s["per_step_s"].values()) == pytest.approx(0.080)
+    assert s["top_ops"][0] == {"op": "aten::dropout", "category": "dropout/random", "self_s_per_step": 0.05,
+                               "calls_per_step": 1.0}
+
+
+def _profile(per_step_ms: dict, wall_ms: float) -> dict:
+    cats = dict.fromkeys((*profiling.CATEGORIES, profiling.OVERHEAD), 0.0)
+    return {"per_step_s": cats | {c: v / 1000 for c, v in per_step_ms.items()}, "step_wall_s": wall_ms / 1000}
+
+
+def test_the_sentence_names_the_categories_that_make_the_difference():
+    pt = _profile({"dropout/random": 50, "matmul/dense": 10, profiling.OVERHEAD: 7}, 67)
+    ms = _profile({"dropout/random": 13, "matmul/dense": 8, profiling.OVERHEAD: 2}, 23)
+    assert explain.sentence("cpu", "gcn", pt, ms) == (
+        "GCN/Cora, cpu: of the 44 ms per step by which PyTorch is slower (PyTorch eager 67 ms, MindSpore GRAPH 23 ms), "
+        "37 ms is dropout/random.")
+    slower_ms = explain.sentence("cpu", "gru", ms, pt)
+    assert "by which MindSpore is slower" in slower_ms and "37 ms is dropout/random" in slower_ms
+    assert explain.sentence("cpu", "gcn", pt, None) is None
