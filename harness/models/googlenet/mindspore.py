@@ -13,7 +13,15 @@ from mindspore import Tensor, nn, ops
 
 from harness.models._mindspore import ImageProbes, amp_network, make_train_step
 from harness.models.googlenet import FEATURES, INCEPTION, POOL_AFTER, PROBE_LR, decays, init_weights
-from harness.models.resnet50 import accuracy, epoch_batches, eval_batches, limits, lr_schedule, probe_batches
+from harness.models.resnet50 import (
+    accuracy,
+    epoch_batches,
+    eval_batches,
+    limits,
+    lr_schedule,
+    past_the_end,
+    probe_batches,
+)
 from harness.models.resnet50.mindspore import LossCell, torch_name  # the same loss and parameter names
 
 
@@ -100,7 +108,8 @@ class Workload(ImageProbes):
                                  "weight_decay": hp["weight_decay"]},
                                 {"params": [p for n, p in named.items() if p.requires_grad and not decays(n)],
                                  "weight_decay": 0.0}],
-                               learning_rate=Tensor(self.lrs), momentum=hp["momentum"], use_nesterov=False)
+                               learning_rate=Tensor(past_the_end(self.lrs)), momentum=hp["momentum"],
+                               use_nesterov=False)
         self.fp32_loss = LossCell(self.net)
         self.fp32_step = make_train_step(ctx, self.fp32_loss, self.opt)
         if ctx.cell.amp == "off":
