@@ -87,6 +87,7 @@ def main(spec_path: str) -> int:
         recording = sampler.stop() if sampler is not None else None
     if out.get("status") == "ok":
         out.update(_telemetry(recording, events_path, out, cell, t_events0, framework_peak, framework_why))
+    profiling.run_after(out)   # the profiled pass, after the measurements and telemetry (harness.profiling)
     out.update(node=nodes().rank, host=socket.gethostname())
     write_json_atomic(rank_path(spec["child_result"], rank, world), out)
     if world == 1:

@@ -21,7 +21,8 @@ def explanations(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per (host, model) with a profiled fp32 cell: the settings' time per step by category, and the sentence."""
     found: dict[tuple[str, str], dict[tuple[str, str], dict]] = {}
     for r in rows:
-        if r["kind"] == "model" and r["amp"] == "off" and r.get("profile") and (r["framework"], r["mode"]) in SETTINGS:
+        if r["kind"] == "model" and r["amp"] == "off" and "per_step_s" in (r.get("profile") or {}) \
+                and (r["framework"], r["mode"]) in SETTINGS:
             found.setdefault((r["host"], r["model"]), {})[(r["framework"], r["mode"])] = r["profile"]
     out = []
     for (host, model), by_setting in sorted(found.items()):

@@ -76,6 +76,7 @@ def enabled() -> bool:
     return os.environ.get("HARNESS_PROFILE", "on").lower() not in ("off", "0", "no")
 
 
+AFTER = "_profiled_pass"   # the scenario's deferred profiled pass, which the child runs after telemetry stops
 RAW_LIMIT_BYTES = 2_000_000   # the profiler's own files kept per cell; beyond it the largest go
 
 
@@ -118,3 +119,15 @@ def _bound(folder: str) -> list[str]:
         if d != folder and not os.listdir(d):
             shutil.rmtree(d, ignore_errors=True)
     return kept
+
+
+def run_after(out: dict[str, Any]) -> None:
+    """The child's last step: the scenario's deferred profiled pass, if any, into out["profile"]. A profiler that
+    fails is recorded there; it never fails a cell that was measured."""
+    after = out.pop(AFTER, None)
+    if after is None or out.get("status") != "ok":
+        return
+    try:
+        out["profile"] = after()
+    except Exception as e:  # noqa: BLE001 - the cell's measurements stand without the explanation
+        out["profile"] = {"error": f"{type(e).__name__}: {e}"[:300]}

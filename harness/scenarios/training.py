@@ -64,8 +64,9 @@ def run(ctx, backend, events) -> dict[str, Any]:
     events.log(eventlog.TEST_METRIC, workload.evaluate("test"))
     if ctx.profile_dir is not None:   # why the step takes what it takes: out of every measured figure
         steady = train_times[parts:]   # the measured epochs after the first (the first compiles and warms up)
-        return {"profile": profiling.profiled_epoch(ctx, backend, workload,
-                                                    sum(steady) * parts / len(steady) if steady else None)}
+        epoch_s = sum(steady) * parts / len(steady) if steady else None
+        # Run by the child once telemetry has stopped: the profiler's memory is no part of the cell's peak.
+        return {profiling.AFTER: lambda: profiling.profiled_epoch(ctx, backend, workload, epoch_s)}
     if ctx.world_size == 1:
         return {}
     digest = hashlib.sha256()
