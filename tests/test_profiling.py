@@ -77,3 +77,26 @@ def test_the_sentence_names_the_categories_that_make_the_difference():
     slower_ms = explain.sentence("cpu", "gru", ms, pt)
     assert "by which MindSpore is slower" in slower_ms and "37 ms is dropout/random" in slower_ms
     assert explain.sentence("cpu", "gcn", pt, None) is None
+
+
+def test_a_failing_profiler_is_recorded_and_never_fails_the_cell():
+    def broken():
+        raise RuntimeError("profiler gone")
+
+    out = {"status": "ok", profiling.AFTER: broken}
+    profiling.run_after(out)
+    assert out == {"status": "ok", "profile": {"error": "RuntimeError: profiler gone"}}
+    skipped = {"status": "skipped", profiling.AFTER: broken}
+    profiling.run_after(skipped)
+    assert "profile" not in skipped and profiling.AFTER not in skipped
+
+
+def test_the_profilers_output_is_kept_under_its_bound(tmp_path):
+    (tmp_path / "a" / "FRAMEWORK").mkdir(parents=True)
+    (tmp_path / "a" / "FRAMEWORK" / "ops.csv").write_bytes(b"x" * 1000)
+    (tmp_path / "a" / "trace.json").write_bytes(b"x" * (profiling.RAW_LIMIT_BYTES + 1))
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "big.json").write_bytes(b"x" * (profiling.RAW_LIMIT_BYTES + 1))
+    kept = profiling._bound(str(tmp_path))
+    assert kept == ["a/FRAMEWORK/ops.csv"]
+    assert not (tmp_path / "b").exists() and not (tmp_path / "a" / "trace.json").exists()
