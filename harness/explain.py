@@ -6,6 +6,7 @@ workload, a LaTeX table); nothing here formats HTML.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from harness.profiling import CATEGORIES, OVERHEAD
@@ -13,13 +14,12 @@ from harness.profiling import CATEGORIES, OVERHEAD
 SETTINGS = (("pytorch", "eager"), ("mindspore", "graph"), ("mindspore", "pynative"))   # the chart's bars, in order
 PAIR = (("pytorch", "eager"), ("mindspore", "graph"))   # the sentence's comparison: C1's fair baseline
 NAMED_SHARE = 0.7   # the sentence names categories until they make this share of the difference (at most three)
-DATASET = {"gcn": "Cora", "resnet50": "CIFAR-10", "gru": "Multi30K", "lstm": "aclImdb", "googlenet": "CIFAR-10",
-           "bert": "aclImdb"}
 
 
 def explanations(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per (host, model) with a profiled fp32 cell: the settings' time per step by category, and the sentence."""
     found: dict[tuple[str, str], dict[tuple[str, str], dict]] = {}
+    titles = {r["model"]: _short(r.get("title") or r["model"]) for r in rows if r.get("model")}
     for r in rows:
         if r["kind"] == "model" and r["amp"] == "off" and "per_step_s" in (r.get("profile") or {}) \
                 and (r["framework"], r["mode"]) in SETTINGS:
@@ -31,19 +31,22 @@ def explanations(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 for (fw, mode) in SETTINGS if (p := by_setting.get((fw, mode)))]
         shown = [c for c in (*CATEGORIES, OVERHEAD) if any(b["per_step_s"].get(c, 0) >= 5e-5 for b in bars)]
         out.append({"host": host, "model": model, "bars": bars, "categories": shown,
-                    "sentence": sentence(host, model, by_setting.get(PAIR[0]), by_setting.get(PAIR[1]))})
+                    "by_setting": {f"{b['framework']}/{b['mode']}": b for b in bars},
+                    "title": titles.get(model, model),
+                    "sentence": sentence(host, titles.get(model, model), by_setting.get(PAIR[0]),
+                                         by_setting.get(PAIR[1]))})
     return out
 
 
-def sentence(host: str, model: str, pt: dict | None, ms: dict | None) -> str | None:
-    """'GCN/Cora, cpu: of the 44 ms per step between the frameworks (PyTorch eager 67 ms, MindSpore GRAPH 23 ms),
-    37 ms is dropout/random.' None without both sides."""
+def sentence(host: str, title: str, pt: dict | None, ms: dict | None) -> str | None:
+    """'GCN on Cora, cpu: of the 44 ms per step by which PyTorch is slower (PyTorch eager 67 ms, MindSpore GRAPH
+    23 ms), 37 ms is dropout/random.' None without both sides."""
     if not pt or not ms:
         return None
     cats = (*CATEGORIES, OVERHEAD)
     diff = {c: pt["per_step_s"].get(c, 0.0) - ms["per_step_s"].get(c, 0.0) for c in cats}
     total = pt["step_wall_s"] - ms["step_wall_s"]
-    head = f"{model.upper() if model in ('gcn', 'gru', 'lstm', 'bert') else model}/{DATASET.get(model, '?')}, {host}"
+    head = f"{title}, {host}"
     walls = f"PyTorch eager {_ms(pt['step_wall_s'])}, MindSpore GRAPH {_ms(ms['step_wall_s'])}"
     if total == 0:
         return f"{head}: the frameworks take the same time per step ({walls})."
@@ -57,6 +60,11 @@ def sentence(host: str, model: str, pt: dict | None, ms: dict | None) -> str | N
     slower = "PyTorch" if total > 0 else "MindSpore"
     parts = ", ".join(named[:-1]) + (" and " if len(named) > 1 else "") + named[-1] if named else "no category"
     return (f"{head}: of the {_ms(abs(total))} per step by which {slower} is slower ({walls}), {parts}.")
+
+
+def _short(title: str) -> str:
+    """A model's matrix title without its parentheses: "GCN (Kipf & Welling) on Cora" -> "GCN on Cora"."""
+    return re.sub(r"\s*\([^)]*\)", "", title).strip()
 
 
 def _ms(seconds: float) -> str:

@@ -96,7 +96,7 @@ def _row(host: str, s: measure.Repeats) -> dict[str, Any]:
         "test_metric": spread("test_metric"), "metric": first.get("metric"), "target": first.get("target"),
         "settings": first.get("settings"), "process_env": first.get("process_env"),
         # the profiled pass (harness.profiling): one repeat has it
-        "profile": next((r["profile"] for r in s.ok if r.get("profile")), None),
+        "profile": next((r["profile"] for r in s.ok if r.get("profile")), None), "title": first.get("title"),
         # scaling cells
         "global_throughput": s.value("global_throughput"), "efficiency": s.value("efficiency"),
         "per_device_throughput": s.value("per_device_throughput"),

@@ -353,6 +353,7 @@ def _base(cell: Cell, repeat: int, platform: str, synthetic: bool) -> dict[str, 
             "dataset": cell.dataset, "reason": None,
             # The results contract's keys are present in every result; what a kind does not measure stays null.
             "metric": trains.metric if trains else None, "target": trains.target if trains else None,
+            "title": trains.title if trains else None,
             "best_metric": None, "test_metric": None, "time_to_target_s": None, "first_epoch_throughput": None,
             "mean_throughput_other_epochs": None, "throughput_unit": trains.throughput_unit if trains else None,
             "curve": [],

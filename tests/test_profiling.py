@@ -71,12 +71,13 @@ def _profile(per_step_ms: dict, wall_ms: float) -> dict:
 def test_the_sentence_names_the_categories_that_make_the_difference():
     pt = _profile({"dropout/random": 50, "matmul/dense": 10, profiling.OVERHEAD: 7}, 67)
     ms = _profile({"dropout/random": 13, "matmul/dense": 8, profiling.OVERHEAD: 2}, 23)
-    assert explain.sentence("cpu", "gcn", pt, ms) == (
-        "GCN/Cora, cpu: of the 44 ms per step by which PyTorch is slower (PyTorch eager 67 ms, MindSpore GRAPH 23 ms), "
-        "37 ms is dropout/random.")
-    slower_ms = explain.sentence("cpu", "gru", ms, pt)
+    assert explain.sentence("cpu", "GCN on Cora", pt, ms) == (
+        "GCN on Cora, cpu: of the 44 ms per step by which PyTorch is slower (PyTorch eager 67 ms, MindSpore GRAPH "
+        "23 ms), 37 ms is dropout/random.")
+    slower_ms = explain.sentence("cpu", "GRU on Multi30K", ms, pt)
     assert "by which MindSpore is slower" in slower_ms and "37 ms is dropout/random" in slower_ms
-    assert explain.sentence("cpu", "gcn", pt, None) is None
+    assert explain.sentence("cpu", "GCN on Cora", pt, None) is None
+    assert explain._short("GCN (Kipf & Welling) on Cora") == "GCN on Cora"
 
 
 def test_a_failing_profiler_is_recorded_and_never_fails_the_cell():
