@@ -55,6 +55,7 @@ BLOCKS = (
     Block("ARTIFACT.md", "workflow-times", (QUICK, TARGET), docs_render.workflow_times),
     Block("ARTIFACT.md", "expected-cpu", (QUICK, TARGET), docs_render.expected_cpu),
     Block("README.md", "readme-times", (QUICK, TARGET), docs_render.readme_times),
+    Block("docs/methodology/why.md", "why-cpu", (QUICK,), docs_render.why),
 )
 
 

@@ -4,7 +4,7 @@ the same text.
 
     Run.load(path)      a run folder: meta (run.json), env (env.json), results
     duration(seconds)   "42 s", "12 min 34 s", "1 h 01 min 13 s": every time the docs show
-    checklist_times, workflow_times, kick_the_tires, expected_cpu, readme_times: (runs) -> Markdown
+    checklist_times, workflow_times, kick_the_tires, expected_cpu, readme_times, why: (runs) -> Markdown
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import claims as claim_rules
-from harness import estimate
+from harness import estimate, explain
 from harness.errors import HarnessError
 from harness.measure import LEVEL, interval_text
 from harness.store import RunStore
@@ -262,3 +262,24 @@ def readme_times(runs: Sequence[Run]) -> str:
     text = "; ".join(parts)
     return (f"On {host}, {text}." if same else
             f"Measured: {'; '.join(f'{p} on {r.host()}' for p, r in zip(parts, runs, strict=True))}.")
+
+
+def why(runs: Sequence[Run]) -> str:
+    """The report's "Why" sentences for the run (harness.explain), the largest categories of each profiled setting,
+    and what the profiler cost each: its profiled epoch against the measured ones."""
+    (r,) = runs
+    found = explain.explanations(r.results)
+    out = [f"{r.profile} profile, {r.date()}, {r.host()}:", ""]
+    out += [f"- {e['sentence']}" for e in found if e["sentence"]]
+    out += ["", "| Model | Setting | Step | Largest categories (share of the step) | Profiled epoch against measured |",
+            "|---|---|---|---|---|"]
+    for e in found:
+        for b in e["bars"]:
+            step = b["step_s"]
+            top = sorted(b["per_step_s"].items(), key=lambda kv: -kv[1])[:3]
+            cats = ", ".join(f"{c} {v / step:.0%}" for c, v in top if step > 0 and v > 0)
+            cost = b.get("profiler_cost")
+            cost = f"{cost:+.0%}" if cost is not None else "no measured epoch after the first"
+            out.append(f"| {e['title']} | {b['framework']} {b['mode']} | {explain.milliseconds(step)} | {cats} "
+                       f"| {cost} |")
+    return "\n".join(out)

@@ -27,7 +27,7 @@ def explanations(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     out = []
     for (host, model), by_setting in sorted(found.items()):
         bars = [{"framework": fw, "mode": mode, "step_s": p["step_wall_s"], "per_step_s": p["per_step_s"],
-                 "overhead": p.get("overhead"), "top_ops": p.get("top_ops", [])}
+                 "profiler_cost": p.get("profiler_cost"), "top_ops": p.get("top_ops", [])}
                 for (fw, mode) in SETTINGS if (p := by_setting.get((fw, mode)))]
         shown = [c for c in (*CATEGORIES, OVERHEAD) if any(b["per_step_s"].get(c, 0) >= 5e-5 for b in bars)]
         out.append({"host": host, "model": model, "bars": bars, "categories": shown,
@@ -39,27 +39,40 @@ def explanations(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def sentence(host: str, title: str, pt: dict | None, ms: dict | None) -> str | None:
-    """'GCN on Cora, cpu: of the 44 ms per step by which PyTorch is slower (PyTorch eager 67 ms, MindSpore GRAPH
-    23 ms), 37 ms is dropout/random.' None without both sides."""
+    """'GCN on Cora, cpu: of the 44 ms per step by which PyTorch eager is slower than MindSpore GRAPH (67 ms against
+    23 ms), 37 ms is dropout/random.' The categories that go the slower framework's way, largest first, until they
+    make NAMED_SHARE of the difference (at most three); then those that go the other way by a tenth of the difference
+    or more ('while MindSpore GRAPH spends 9 ms more on host and framework overhead'). None without both sides."""
     if not pt or not ms:
         return None
     cats = (*CATEGORIES, OVERHEAD)
     diff = {c: pt["per_step_s"].get(c, 0.0) - ms["per_step_s"].get(c, 0.0) for c in cats}
     total = pt["step_wall_s"] - ms["step_wall_s"]
     head = f"{title}, {host}"
-    walls = f"PyTorch eager {_ms(pt['step_wall_s'])}, MindSpore GRAPH {_ms(ms['step_wall_s'])}"
     if total == 0:
-        return f"{head}: the frameworks take the same time per step ({walls})."
+        return (f"{head}: PyTorch eager and MindSpore GRAPH take the same time per step "
+                f"({milliseconds(pt['step_wall_s'])}).")
     sign = 1 if total > 0 else -1
+    slower, faster = ("PyTorch eager", "MindSpore GRAPH") if sign > 0 else ("MindSpore GRAPH", "PyTorch eager")
+    walls = (pt, ms) if sign > 0 else (ms, pt)
     named, covered = [], 0.0
     for c in sorted(cats, key=lambda c: -diff[c] * sign):
         if diff[c] * sign <= 0 or len(named) == 3 or covered >= NAMED_SHARE * abs(total):
             break
-        named.append(f"{_ms(abs(diff[c]))} is {c}")
+        named.append(f"{milliseconds(abs(diff[c]))} is {c}")
         covered += abs(diff[c])
-    slower = "PyTorch" if total > 0 else "MindSpore"
-    parts = ", ".join(named[:-1]) + (" and " if len(named) > 1 else "") + named[-1] if named else "no category"
-    return (f"{head}: of the {_ms(abs(total))} per step by which {slower} is slower ({walls}), {parts}.")
+    against = [f"{milliseconds(abs(diff[c]))} more on {c}" for c in sorted(cats, key=lambda c: diff[c] * sign)
+               if diff[c] * sign <= -0.1 * abs(total)][:2]
+    text = (f"{head}: of the {milliseconds(abs(total))} per step by which {slower} is slower than {faster} "
+            f"({milliseconds(walls[0]['step_wall_s'])} against {milliseconds(walls[1]['step_wall_s'])}), "
+            f"{_and(named) if named else 'no category makes a share'}")
+    if against:
+        text += f", while {faster} spends {_and(against)}"
+    return text + "."
+
+
+def _and(parts: list[str]) -> str:
+    return ", ".join(parts[:-1]) + " and " + parts[-1] if len(parts) > 1 else parts[0]
 
 
 def _short(title: str) -> str:
@@ -67,6 +80,6 @@ def _short(title: str) -> str:
     return re.sub(r"\s*\([^)]*\)", "", title).strip()
 
 
-def _ms(seconds: float) -> str:
+def milliseconds(seconds: float) -> str:
     ms = seconds * 1000
     return f"{ms:.0f} ms" if ms >= 10 else f"{ms:.1f} ms" if ms >= 1 else f"{ms:.2f} ms"

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from harness import matrix
+from harness import matrix, profiling
 from tests.conftest import SHARED_DATA, harness
 
 CONTRACT = {"cell", "kind", "model", "framework", "mode", "amp", "devices", "status", "reason", "metric", "target",
@@ -21,7 +21,7 @@ def quick_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("e2e") / "run"
     data = ["--data-dir", SHARED_DATA] if REAL else ["--synthetic"]
     p = harness("run", "--platform", "cpu", "--profile", "quick", "--out", out, *data, "--only", "model/gcn/*",
-                timeout=1200)
+                timeout=1200, extra_env={"HARNESS_PROFILE": "on"})
     assert p.returncode == 0, p.stderr[-3000:]
     return out
 
@@ -65,3 +65,27 @@ def test_report_renders_html_and_latex_from_the_run(quick_run):
     table = (quick_run / "report" / "tables" / "table1.tex").read_text()
     assert table.count(r"\\") == 2 + 8  # two header rows (host group, columns) + one row per cell
     assert r"\begin{tabular}" in (quick_run / "report" / "report.tex").read_text()
+
+
+def test_each_settings_first_fp32_repeat_is_profiled_and_the_report_says_why(quick_run):
+    """The profiled pass (harness.profiling): PyTorch eager, MindSpore GRAPH and PYNATIVE at fp32, repeat 0 only; the
+    categories and the overhead add up to the measured step; the profiler's files stay in the cell's folder, bounded."""
+    results = json.loads(harness("results", quick_run, "--json").stdout)
+    profiled = {(r["framework"], r["mode"]) for r in results if r.get("profile")}
+    assert profiled == {("pytorch", "eager"), ("mindspore", "graph"), ("mindspore", "pynative")}
+    for r in results:
+        if not r.get("profile"):
+            assert r["amp"] != "off" or r["repeat"] > 0, r["cell"]
+            continue
+        p = r["profile"]
+        assert r["amp"] == "off" and r["repeat"] == 0 and "error" not in p, (r["cell"], p.get("error"))
+        assert sum(p["per_step_s"].values()) == pytest.approx(p["step_wall_s"])
+        assert p["per_step_s"]["dropout/random"] > 0 and p["top_ops"], r["cell"]
+        if REAL:   # the measured step: an epoch is one full-batch step over Cora's 2708 nodes
+            assert p["step_wall_s"] == pytest.approx(2708 / r["mean_throughput_other_epochs"], rel=0.35)
+        folder = quick_run / "cells" / r["cell"] / "r0.profile"
+        files = [f for f in folder.rglob("*") if f.is_file()]
+        assert files and sum(f.stat().st_size for f in files) <= profiling.RAW_LIMIT_BYTES
+    assert harness("report", quick_run).returncode == 0
+    html = (quick_run / "report" / "report.html").read_text()
+    assert "GCN on Cora, cpu: of the " in html and "per step by which" in html

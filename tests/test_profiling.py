@@ -63,6 +63,22 @@ def test_a_step_is_its_ops_self_times_plus_the_overhead():
                                "calls_per_step": 1.0}
 
 
+def test_a_slower_profiled_step_gives_shares_and_the_measured_step_gives_times():
+    """The profiled step took 100 ms, the measured one 80: dropout's 50 ms of self time is half the step, 40 ms of
+    the measured one; the categories and the overhead add up to the measured step."""
+    ops = {"aten::dropout": (0.100, 2), "aten::mm": (0.040, 14)}
+    s = profiling.summarise("pytorch", ops, steps=2, step_wall_s=0.080, profiled_step_s=0.100)
+    assert s["share"]["dropout/random"] == pytest.approx(0.5)
+    assert s["per_step_s"]["dropout/random"] == pytest.approx(0.040)
+    assert s["per_step_s"][profiling.OVERHEAD] == pytest.approx(0.080 * 0.3)
+    assert s["self_s"]["dropout/random"] == pytest.approx(0.050)
+    assert sum(s["per_step_s"].values()) == pytest.approx(0.080)
+    # Self times past the profiled wall time (ops on several threads): shares of their sum, no overhead.
+    s = profiling.summarise("mindspore", {"MatMul": (0.3, 2), "Dropout": (0.1, 2)}, 2, 0.150, profiled_step_s=0.150)
+    assert s["share"]["matmul/dense"] == pytest.approx(0.75) and s["share"][profiling.OVERHEAD] == 0
+    assert sum(s["per_step_s"].values()) == pytest.approx(0.150)
+
+
 def _profile(per_step_ms: dict, wall_ms: float) -> dict:
     cats = dict.fromkeys((*profiling.CATEGORIES, profiling.OVERHEAD), 0.0)
     return {"per_step_s": cats | {c: v / 1000 for c, v in per_step_ms.items()}, "step_wall_s": wall_ms / 1000}
@@ -72,12 +88,21 @@ def test_the_sentence_names_the_categories_that_make_the_difference():
     pt = _profile({"dropout/random": 50, "matmul/dense": 10, profiling.OVERHEAD: 7}, 67)
     ms = _profile({"dropout/random": 13, "matmul/dense": 8, profiling.OVERHEAD: 2}, 23)
     assert explain.sentence("cpu", "GCN on Cora", pt, ms) == (
-        "GCN on Cora, cpu: of the 44 ms per step by which PyTorch is slower (PyTorch eager 67 ms, MindSpore GRAPH "
+        "GCN on Cora, cpu: of the 44 ms per step by which PyTorch eager is slower than MindSpore GRAPH (67 ms against "
         "23 ms), 37 ms is dropout/random.")
     slower_ms = explain.sentence("cpu", "GRU on Multi30K", ms, pt)
-    assert "by which MindSpore is slower" in slower_ms and "37 ms is dropout/random" in slower_ms
+    assert "by which MindSpore GRAPH is slower than PyTorch eager (67 ms against 23 ms)" in slower_ms
+    assert "37 ms is dropout/random" in slower_ms
     assert explain.sentence("cpu", "GCN on Cora", pt, None) is None
     assert explain._short("GCN (Kipf & Welling) on Cora") == "GCN on Cora"
+
+
+def test_the_sentence_says_what_goes_the_other_way():
+    pt = _profile({"dropout/random": 64, "matmul/dense": 5, profiling.OVERHEAD: 2}, 71)
+    ms = _profile({"dropout/random": 9, "matmul/dense": 4, profiling.OVERHEAD: 15}, 28)
+    assert explain.sentence("cpu", "GCN on Cora", pt, ms) == (
+        "GCN on Cora, cpu: of the 43 ms per step by which PyTorch eager is slower than MindSpore GRAPH (71 ms against "
+        "28 ms), 55 ms is dropout/random, while MindSpore GRAPH spends 13 ms more on host and framework overhead.")
 
 
 def test_a_failing_profiler_is_recorded_and_never_fails_the_cell():

@@ -2,7 +2,7 @@
 categories for both frameworks (declared once here, each framework's op names mapped to it in categories.toml).
 
     categorise(framework, op)         -> a category of CATEGORIES ("other" where no rule matches)
-    summarise(framework, ops, steps, step_wall_s)
+    summarise(framework, ops, steps, step_wall_s, profiled_step_s)
                                       -> time per step and share per category, the top ops, and the host and
                                          framework overhead (step wall time minus the sum of op self times)
 """
@@ -54,18 +54,30 @@ def categorise(framework: str, op: str, strict: bool = False) -> str | None:
     return found or (None if strict else "other")
 
 
-def summarise(framework: str, ops: dict[str, tuple[float, int]], steps: int, step_wall_s: float) -> dict[str, Any]:
-    """`ops`: op name -> (self time over the profiled steps in seconds, calls). Per step: each category's time and its
-    share of the step's wall time, the overhead (wall time the ops' self times do not account for), and the top ops."""
-    per_cat = dict.fromkeys(CATEGORIES, 0.0)
+def summarise(framework: str, ops: dict[str, tuple[float, int]], steps: int, step_wall_s: float,
+              profiled_step_s: float | None = None) -> dict[str, Any]:
+    """`ops`: op name -> (self time over the profiled steps in seconds, calls). `step_wall_s`: the measured step's wall
+    time; `profiled_step_s`: the profiled step's (the same where not given).
+
+    The profiler slows a step, and not evenly (more per op call than per flop), so its self times are read as shares
+    of the profiled step: each category's share is its ops' self time over the profiled step's wall time, the host
+    and framework overhead is the share the ops do not account for, and a category's time per step is its share of the
+    measured step. The categories and the overhead then add up to the step that C1 and C4 compare. Where the self
+    times add up past the profiled wall time (ops timed on several threads at once), the shares are of their sum and
+    the overhead is nil. `self_s`: the profiler's own self times per step, unscaled."""
+    self_s = dict.fromkeys(CATEGORIES, 0.0)
     for op, (seconds, _) in ops.items():
-        per_cat[categorise(framework, op)] += seconds / steps
-    busy = sum(per_cat.values())
-    per_step = {**per_cat, OVERHEAD: max(0.0, step_wall_s - busy)}
+        self_s[categorise(framework, op)] += seconds / steps
+    busy = sum(self_s.values())
+    profiled = profiled_step_s or step_wall_s
+    whole = max(profiled, busy)
+    share = {**{c: (v / whole if whole > 0 else 0.0) for c, v in self_s.items()},
+             OVERHEAD: (1 - busy / whole if whole > 0 else 0.0)}
     top = sorted(ops.items(), key=lambda kv: -kv[1][0])[:TOP_OPS]
-    return {"steps": steps, "step_wall_s": step_wall_s,
-            "per_step_s": per_step,
-            "share": {c: (s / step_wall_s if step_wall_s > 0 else None) for c, s in per_step.items()},
+    return {"steps": steps, "step_wall_s": step_wall_s, "profiled_step_s": profiled,
+            "per_step_s": {c: v * step_wall_s for c, v in share.items()},
+            "share": share,
+            "self_s": self_s,
             "top_ops": [{"op": op, "category": categorise(framework, op), "self_s_per_step": s / steps,
                          "calls_per_step": n / steps} for op, (s, n) in top],
             # every op, for the category coverage check (tools/profile_ops.py): name -> [s per step, category]
@@ -83,7 +95,7 @@ RAW_LIMIT_BYTES = 2_000_000   # the profiler's own files kept per cell; beyond i
 def profiled_epoch(ctx, backend, workload, measured_epoch_s: float | None) -> dict[str, Any]:
     """One more training epoch under the framework's profiler, after the measured ones: it counts toward no
     throughput and no time to target. Its wall time is read inside the profiled block (the profiler's start, stop
-    and parsing are outside it); `overhead` is that time over the mean measured epoch, less 1: the profiler's cost."""
+    and parsing are outside it); `profiler_cost` is that time over the mean measured epoch, less 1."""
     walls: list[float] = []
 
     def run() -> None:
@@ -95,11 +107,9 @@ def profiled_epoch(ctx, backend, workload, measured_epoch_s: float | None) -> di
     ops = backend.profile_ops(ctx, run, ctx.profile_dir)
     batch = ctx.hparams.get("batch")
     steps = max(1, math.ceil(workload.samples_per_epoch / batch)) if batch else 1   # full-batch models: one step
-    # The step's wall time is the measured epochs' (the profiler slows the host side: MindSpore PYNATIVE's profiled
-    # epoch took 4.4 times its measured one on the 2-core machine), the ops' self times the profiled epoch's.
-    out = summarise(ctx.cell.framework, ops, steps, (measured_epoch_s or walls[0]) / steps)
-    out["profiled_step_s"] = walls[0] / steps
-    out["overhead"] = walls[0] / measured_epoch_s - 1 if measured_epoch_s else None
+    # Shares from the profiled epoch, times from the measured ones (summarise says why).
+    out = summarise(ctx.cell.framework, ops, steps, (measured_epoch_s or walls[0]) / steps, walls[0] / steps)
+    out["profiler_cost"] = walls[0] / measured_epoch_s - 1 if measured_epoch_s else None
     out["raw"] = _bound(ctx.profile_dir)
     return out
 
