@@ -4,7 +4,7 @@ the same text.
 
     Run.load(path)      a run folder: meta (run.json), env (env.json), results
     duration(seconds)   "42 s", "12 min 34 s", "1 h 01 min 13 s": every time the docs show
-    checklist_times, workflow_times, kick_the_tires, expected_cpu, readme_times, why: (runs) -> Markdown
+    checklist_times, workflow_times, kick_the_tires, expected_cpu, readme_times, why_sentences, why: (runs) -> Markdown
 """
 
 from __future__ import annotations
@@ -264,15 +264,21 @@ def readme_times(runs: Sequence[Run]) -> str:
             f"Measured: {'; '.join(f'{p} on {r.host()}' for p, r in zip(parts, runs, strict=True))}.")
 
 
+def why_sentences(runs: Sequence[Run]) -> str:
+    """The report's "Why" sentences for the run (harness.explain), one item each."""
+    (r,) = runs
+    found = [e["sentence"] for e in explain.explanations(r.results) if e["sentence"]]
+    return "\n".join([f"{r.profile} profile, {r.date()}, {r.host()}:", "", *(f"- {t}" for t in found)])
+
+
 def why(runs: Sequence[Run]) -> str:
     """The report's "Why" sentences for the run (harness.explain), the largest categories of each profiled setting,
-    and what the profiler cost each: its profiled epoch against the measured ones."""
+    and what the profiler cost each: its profiled epochs' mean against the measured ones'."""
     (r,) = runs
     found = explain.explanations(r.results)
-    out = [f"{r.profile} profile, {r.date()}, {r.host()}:", ""]
-    out += [f"- {e['sentence']}" for e in found if e["sentence"]]
-    out += ["", "| Model | Setting | Step | Largest categories (share of the step) | Profiled epoch against measured |",
-            "|---|---|---|---|---|"]
+    out = [why_sentences(runs), "",
+           "| Model | Setting | Step | Largest categories (share of the step) | Profiled epoch against measured |",
+           "|---|---|---|---|---|"]
     for e in found:
         for b in e["bars"]:
             step = b["step_s"]

@@ -45,10 +45,16 @@ def test_the_backends_declare_which_modes_they_profile():
     ("pytorch", "Optimizer.step#Adam.step", "optimizer update"), ("pytorch", "aten::mkldnn_convolution", "convolution"),
     ("pytorch", "autograd::engine::evaluate_function: ConvolutionBackward0", "convolution"),
     ("mindspore", "Dropout", "dropout/random"), ("mindspore", "drop0-Dropout/Dropout", "dropout/random"),
-    ("mindspore", "Conv2D", "convolution"), ("mindspore", "Tile", "copy/cast/layout"),
+    ("mindspore", "network-LossCell/ReduceMax", "loss"), ("mindspore", "Conv2D", "convolution"),
+    ("mindspore", "Tile", "copy/cast/layout"),
     ("mindspore", "no-such-op", "other")])
 def test_op_names_map_to_their_category(fw, op, category):
     assert profiling.categorise(fw, op) == category
+
+
+def test_a_loss_cell_is_no_scope_but_the_ops_it_computes_itself_are_loss():
+    assert profiling.scope("mindspore", "network-LossCell/") is None   # its net's ops keep their own categories
+    assert profiling.scope("mindspore", "network-LossCell/Exp") == "loss"
 
 
 def test_a_step_is_its_ops_self_times_plus_the_overhead():

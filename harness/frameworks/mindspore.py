@@ -160,7 +160,13 @@ def profile_ops(ctx, run, folder: str) -> dict[str, tuple[float, int]]:
             for row in csv.DictReader(f):   # op_type, full_op_name, op_occurrences, op_total_time(ms), ...
                 # GRAPH mode names each op with its cell's scope (".../drop0-Dropout/Dropout-op0"): an op inside a
                 # cell that has a category of its own counts there, keyed "<cell>/<op type>".
-                cell = next((c for c in row["full_op_name"].split("/")[:-1] if profiling.scope(NAME, c + "/")), None)
+                parts = row["full_op_name"].split("/")[:-1]
+                cell = next((c for c in parts if profiling.scope(NAME, c + "/")), None)
+                # An op the innermost cell computes itself (the loss a LossCell's construct computes from ops, not
+                # from a loss cell: "network-LossCell/ReduceMax-op0"), where a scope names "<cell>/<op type>".
+                inner = next((c for c in reversed(parts) if "-" in c), None)
+                if cell is None and inner and profiling.scope(NAME, f"{inner}/{row['op_type']}"):
+                    cell = inner
                 key = f"{cell}/{row['op_type']}" if cell else row["op_type"]
                 t, n = ops.get(key, (0.0, 0))
                 ops[key] = (t + float(row["op_total_time(ms)"]) / 1e3, n + int(row["op_occurrences"]))

@@ -88,7 +88,7 @@ def all_gather_object(ctx, obj: Any) -> list[Any]:
 
 def profile_ops(ctx, run, folder: str) -> dict[str, tuple[float, int]]:
     """run() under torch.profiler: op name -> (self time in seconds, calls). On CPU the ops' self CPU time; on a device
-    (CUDA through CUPTI, Ascend through torch_npu's profiler) their self device time where they have one. The op table
+    (CUDA through CUPTI, Ascend through torch_npu's profiler) the self device time of their kernels. The op table
     goes to folder/ops.txt (its top rows, bounded)."""
     import torch
 
@@ -103,10 +103,14 @@ def profile_ops(ctx, run, folder: str) -> dict[str, tuple[float, int]]:
     with prof_mod.profile(activities=acts) as prof:
         run()
         synchronize(ctx)
+    from torch.autograd import DeviceType
+
     from harness import profiling
 
     ops: dict[str, tuple[float, int]] = {}
     for e in prof.events():
+        if e.device_type != DeviceType.CPU:
+            continue   # a kernel's own event: its time is already its op's self device time
         # An op called by another that has a category of its own (aten::dropout calls aten::bernoulli_, div_, mul)
         # counts there: its time goes to the outermost such caller.
         outer, parent = None, e.cpu_parent
@@ -115,8 +119,9 @@ def profile_ops(ctx, run, folder: str) -> dict[str, tuple[float, int]]:
                 outer = parent.name
             parent = parent.cpu_parent
         key = outer or e.name
-        device_us = getattr(e, "self_device_time_total", 0) or 0
-        us = device_us if ctx.platform != "cpu" and device_us else e.self_cpu_time_total
+        # On a device the ops' kernels' time (an op without one, the host's work, is left to the overhead: the step's
+        # wall time the device was not busy); on a CPU the ops' own time.
+        us = e.self_device_time_total if ctx.platform != "cpu" else e.self_cpu_time_total
         t, n = ops.get(key, (0.0, 0))
         ops[key] = (t + us / 1e6, n + (key == e.name))
     os.makedirs(folder, exist_ok=True)
