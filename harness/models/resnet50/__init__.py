@@ -91,11 +91,13 @@ def decays(name: str) -> bool:
                                          or name.endswith("downsample.0.weight"))
 
 
-def past_the_end(lrs: np.ndarray) -> np.ndarray:
-    """The schedule followed by as many steps again at its last rate, for MindSpore's optimisers, which read
-    lrs[global_step] and fail beyond the end (PyTorch's loops take lrs[min(step, len - 1)]): the profiled pass
-    (harness.profiling) trains an epoch after the measured ones. The measured epochs' rates are unchanged."""
-    return np.concatenate([lrs, np.full(len(lrs), lrs[-1], dtype=lrs.dtype)])
+def past_the_end(lrs: np.ndarray, steps_per_epoch: int) -> np.ndarray:
+    """The schedule followed by the profiled pass's epochs at its last rate (harness.profiling trains up to
+    PROFILED_MAX_EPOCHS after the measured ones), for MindSpore's optimisers, which read lrs[global_step] and fail
+    beyond the end (PyTorch's loops take lrs[min(step, len - 1)]). The measured epochs' rates are unchanged."""
+    from harness.profiling import PROFILED_MAX_EPOCHS
+
+    return np.concatenate([lrs, np.full(steps_per_epoch * PROFILED_MAX_EPOCHS, lrs[-1], dtype=lrs.dtype)])
 
 
 def lr_schedule(base_lr: float, warmup_epochs: float, epochs: int, steps_per_epoch: int) -> np.ndarray:

@@ -141,7 +141,7 @@ class Workload(ImageProbes):
         # Per-step learning rates: nn.Momentum takes lrs[global_step] and advances global_step by one per call.
         self.opt = nn.Momentum([{"params": decay, "weight_decay": hp["weight_decay"]},
                                 {"params": no_decay, "weight_decay": 0.0}],
-                               learning_rate=Tensor(past_the_end(self.lrs)), momentum=hp["momentum"],
+                               learning_rate=Tensor(past_the_end(self.lrs, steps)), momentum=hp["momentum"],
                                use_nesterov=False)
         self.fp32_loss = LossCell(self.net)
         # make_train_step: value_and_grad, loss scaling where loss_scaler(ctx) gives one (not with AMP off nor
