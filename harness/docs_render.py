@@ -264,10 +264,15 @@ def readme_times(runs: Sequence[Run]) -> str:
             f"Measured: {'; '.join(f'{p} on {r.host()}' for p, r in zip(parts, runs, strict=True))}.")
 
 
+def _explanations(r: Run) -> list[dict[str, Any]]:
+    """harness.explain's, each result's host named by the run's platform, as the report labels a one-host run."""
+    return explain.explanations([{**res, "host": r.meta["platform"]} for res in r.results])
+
+
 def why_sentences(runs: Sequence[Run]) -> str:
     """The report's "Why" sentences for the run (harness.explain), one item each."""
     (r,) = runs
-    found = [e["sentence"] for e in explain.explanations(r.results) if e["sentence"]]
+    found = [e["sentence"] for e in _explanations(r) if e["sentence"]]
     return "\n".join([f"{r.profile} profile, {r.date()}, {r.host()}:", "", *(f"- {t}" for t in found)])
 
 
@@ -275,7 +280,7 @@ def why(runs: Sequence[Run]) -> str:
     """The report's "Why" sentences for the run (harness.explain), the largest categories of each profiled setting,
     and what the profiler cost each: its profiled epochs' mean against the measured ones'."""
     (r,) = runs
-    found = explain.explanations(r.results)
+    found = _explanations(r)
     out = [why_sentences(runs), "",
            "| Model | Setting | Step | Largest categories (share of the step) | Profiled epoch against measured |",
            "|---|---|---|---|---|"]
