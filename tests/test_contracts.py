@@ -56,7 +56,9 @@ def problems(protocol, provided: dict[str, list[str] | None], what: str) -> list
 
 
 def module_functions(mod) -> dict[str, list[str] | None]:
-    return {k: list(inspect.signature(v).parameters) for k, v in vars(mod).items() if inspect.isfunction(v)}
+    """A module's functions (name -> parameters) and its upper-case constants (name -> None: an attribute)."""
+    return {**{k: None for k in vars(mod) if k.isupper() and not k.startswith("_")},
+            **{k: list(inspect.signature(v).parameters) for k, v in vars(mod).items() if inspect.isfunction(v)}}
 
 
 def source_functions(path: Path) -> tuple[dict[str, list[str]], dict[str, dict[str, list[str] | None]]]:
