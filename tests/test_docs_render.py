@@ -35,7 +35,8 @@ def repo(tmp_path):
         shutil.copytree(SOURCE, tmp_path / docs.RUNS_DIR / run, symlinks=True)
     meta = tmp_path / docs.RUNS_DIR / docs.QUICK / "run.json"   # the stand-in for the quick profile's run
     meta.write_text(meta.read_text().replace('"profile": "target"', '"profile": "quick"'))
-    for name in ("ARTIFACT.md", "README.md"):
+    for name in {b.file for b in docs.BLOCKS}:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(_markdown(b.name for b in docs.BLOCKS if b.file == name))
     return tmp_path
 
