@@ -108,8 +108,8 @@ class Workload(ImageProbes):
                                  "weight_decay": hp["weight_decay"]},
                                 {"params": [p for n, p in named.items() if p.requires_grad and not decays(n)],
                                  "weight_decay": 0.0}],
-                               learning_rate=Tensor(past_the_end(self.lrs, self.n_train // self.batch)), momentum=hp["momentum"],
-                               use_nesterov=False)
+                               learning_rate=Tensor(past_the_end(self.lrs, self.n_train // self.batch)),
+                               momentum=hp["momentum"], use_nesterov=False)
         self.fp32_loss = LossCell(self.net)
         self.fp32_step = make_train_step(ctx, self.fp32_loss, self.opt)
         if ctx.cell.amp == "off":
