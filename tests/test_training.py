@@ -62,7 +62,7 @@ def _run(tmp_path, monkeypatch, script, kind=Scripted, **spec):
     monkeypatch.setattr(training, "model_module", lambda model, fw: SimpleNamespace(build=build))
     monkeypatch.setattr(training.datasets, "module", lambda name: SimpleNamespace(synthetic=lambda seed: {}))
     monkeypatch.setattr(training.mlperf, "log_workload", lambda *args: None)  # set-up keys: tests/test_logcheck.py
-    ctx = SimpleNamespace(cell=cell, seed=0, synthetic=True, data_folder=None, world_size=1)
+    ctx = SimpleNamespace(cell=cell, seed=0, synthetic=True, data_folder=None, world_size=1, profile_dir=None)
     backend = SimpleNamespace(synchronize=lambda ctx: None)
     events = eventlog.EventLog(tmp_path / "r0.mllog")
     training.run(ctx, backend, events)
