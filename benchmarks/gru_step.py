@@ -112,7 +112,7 @@ def mindspore_child(variant: dict, widths, steps, mode: str, dynamic: bool = Fal
     import mindspore as ms
     from mindspore import Tensor, nn, ops
 
-    from benchmarks.reference.gru_mindspore import _scale, _sq_sum
+    from harness.models.gru.reference_mindspore import _scale, _sq_sum
 
     ms.set_context(mode=ms.GRAPH_MODE if mode == "graph" else ms.PYNATIVE_MODE)
     ms.set_device("CPU")

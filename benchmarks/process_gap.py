@@ -9,7 +9,7 @@ new process:
              result's steady throughput (mean_throughput_other_epochs: the second epoch, after a warm-up epoch).
   reference: this file with --reference, in a fresh interpreter with the framework's process settings but the
              allocator left as it is (HARNESS_ALLOCATOR=system: a user's own script), the same data, weights and
-             batches (benchmarks/reference/<model>_<fw>.py), one warm-up epoch and one timed epoch.
+             batches (harness/models/<model>/reference_<fw>.py), one warm-up epoch and one timed epoch.
 The two take turns, the order swapping every round. `--allocator` sets HARNESS_ALLOCATOR for the harness side
 (`system` gives the "before" of the allocator change). The load average is printed before and after: a figure
 taken with anything else running is not evidence.
@@ -109,17 +109,16 @@ def reference_turn(cell_id: str, profile: str, matrix_file: Path, data_dir: str)
 def reference_child(cell_id: str, profile: str, matrix_file: Path, data_dir: str) -> dict:
     """In this fresh process: the framework's context as the back-end sets it, the reference loop, one warm-up
     epoch and one timed epoch (the device synchronised before the clock is read)."""
-    import importlib
-
     from harness import data as datasets
     from harness.inprocess import set_up
+    from harness.models import reference_module
 
     cell = next(c for c in matrix.load(matrix_file).expand(profile) if c.id == cell_id)
     dataset = cell.dataset
     real = Path(data_dir, datasets.module(dataset).FOLDER).is_dir() and dataset != "cifar10"
     folder = str(datasets.prepare(dataset, Path(data_dir), False)) if real else None
     s = set_up(cell, folder, until="data")
-    reference = importlib.import_module(f"benchmarks.reference.{cell.model}_{cell.framework}").build(
+    reference = reference_module(cell.model, cell.framework).build(
         s.data, s.ctx.hparams, cell.spec, cell.seed, cell.amp)
     reference.train_epoch(0)
     t = time.perf_counter()

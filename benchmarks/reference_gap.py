@@ -4,7 +4,7 @@ For each model x framework x mode x AMP level, one fresh process (as the runner 
   harness:   the cell's workload (harness/models/<model>/<fw>.py build(), the back-end's setup() applied), its
              train_epoch() timed exactly as scenarios/training.py times it (clock around the epoch, device
              synchronised before the clock is read);
-  reference: benchmarks/reference/<model>_<fw>.py, the same network, weights, batches and hyperparameters
+  reference: harness/models/<model>/reference_<fw>.py, the same network, weights, batches and hyperparameters
              written the way the framework's own documentation writes it (nn.TrainOneStepCell; PyTorch's
              standard loop), sharing no model or back-end code with the harness.
 Both are built and warmed up (one epoch each: compilation, allocator, thread pools), then take turns, the order
@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
-import importlib
 import json
 import os
 import subprocess
@@ -40,6 +39,7 @@ from harness import cellid, envinfo, matrix  # noqa: E402
 from harness import data as datasets  # noqa: E402
 from harness.frameworks import backend as load_backend  # noqa: E402
 from harness.inprocess import set_up  # noqa: E402
+from harness.models import reference_module  # noqa: E402
 
 MODES = {"pytorch": ["eager"], "mindspore": ["graph", "pynative"]}
 AMP = {"pytorch": {"off": "off", "O2": "O2"}, "mindspore": {"off": "off", "O2": "O2"}}
@@ -61,7 +61,7 @@ def measure(cell_id: str, rounds: int, data_dir: str | None, profile: str = "qui
     folder = str(datasets.prepare(cell.dataset, Path(data_dir), False)) if data_dir else None
     s = set_up(cell, folder)
     ctx, backend, workload = s.ctx, s.backend, s.workload
-    ref_mod = importlib.import_module(f"benchmarks.reference.{cell.model}_{cell.framework}")
+    ref_mod = reference_module(cell.model, cell.framework)
     reference = ref_mod.build(s.data, ctx.hparams, cell.spec, cell.seed, cell.amp)
     next_epoch = {"reference": 0}
 

@@ -9,6 +9,7 @@ import os
 import sys
 from pathlib import Path
 
+from harness import conformance
 from harness import matrix as matrix_mod
 from harness.errors import HarnessError
 from harness.platforms import PLATFORMS
@@ -58,6 +59,8 @@ def _parser() -> argparse.ArgumentParser:
     ls.add_argument("--only", metavar="GLOB[,GLOB...]")
     ls.add_argument("--repeats", type=int, metavar="N", help="as `run --repeats N`")
     ls.add_argument("--json", action="store_true")
+    ls.add_argument("--one-per-model", action="store_true",
+                    help="one fp32 single-device cell of every model, the frameworks in turn (the image checks')")
     ls.add_argument("--matrix", type=Path)
 
     sub.add_parser("env", help="this host's environment as JSON")
@@ -105,6 +108,7 @@ def _run(args) -> int:
     from harness import faults, runner
 
     m = matrix_mod.load(args.matrix)
+    conformance.require(m.data["models"])   # a model or dataset missing a part: one line now, not a traceback per cell
     try:
         return runner.run(m, args.profile, args.platform, args.out, only=args.only, data_dir=args.data_dir,
                           synthetic=args.synthetic, resume=args.resume, allow_download=args.download,
@@ -120,7 +124,10 @@ def _list(args) -> int:
     from harness import launch
 
     m = matrix_mod.load(args.matrix)
+    conformance.require(m.data["models"])
     cells = m.expand(args.profile, args.only, args.repeats, launch.nodes().count)  # HARNESS_NNODES: a multi-node run's
+    if args.one_per_model:
+        cells = matrix_mod.one_per_model(cells)
     rows = [{"cell": c.id, "kind": c.kind, "repeats": c.repeats, "skip": m.skip_reason(c, args.platform, args.profile)}
             for c in cells]
     if args.json:
@@ -144,7 +151,9 @@ def _env(args) -> int:
 def _models(args) -> int:
     from harness.describe import describe_all
 
-    rows = describe_all(matrix_mod.load(args.matrix))
+    m = matrix_mod.load(args.matrix)
+    conformance.require(m.data["models"])
+    rows = describe_all(m)
     if args.json:
         print(json.dumps(rows, indent=1))
     else:

@@ -3,8 +3,9 @@
 provides for the passes scenario) and its model files (`harness/models/<model>/<fw>.py`, whose `build` returns a
 Workload), an operator file (`harness/operators/<fw>.py`), a passes file (`harness/passes/<fw>.py`), an inference file
 (`harness/inference/<fw>.py`) and a dataset (`harness/data/<name>.py`) each provide exactly what these Protocols name,
-with these parameter names. tests/test_contracts.py checks every module against them, so adding a framework, model,
-dataset or scenario is guided by a failing test.
+with these parameter names. harness.conformance checks the models and datasets a matrix names before `harness run` or
+`harness list` does anything (one line naming the file and the missing part), and tests/test_contracts.py checks every
+module, so adding a framework, model, dataset or scenario is guided by a failing check.
 
 What a plug-in may provide beyond its contract is a Protocol of its own here (PartialEpochWorkload,
 SelfPreparingDataset), checked by the same test; the code that uses it asks with isinstance, never with hasattr
@@ -138,6 +139,50 @@ class ProbedWorkload(Workload, Protocol):
 
 
 @runtime_checkable
+class ModelPackage(Protocol):
+    """`harness/models/<model>/__init__.py`: the framework-neutral parts (numpy initial weights, shapes; it imports no
+    framework), what the model declares for the passes (PassesModel or NoPassesModel), and how it trains in the words
+    of MLPerf's event log. The folder also holds `pytorch.py` and `mindspore.py` (ModelModule), `logcheck.yaml` (the
+    rules MLPerf's compliance checker applies to its event logs, enqueued by harness/logcheck/common.yaml) and
+    `reference_pytorch.py` and `reference_mindspore.py` (ReferenceModule); harness.conformance checks all of it
+    before a run."""
+
+    # Event-log keys and their values (MLPerf's key names, mlperf_logging's constants) that say how the model trains,
+    # logged once its workload is built (harness.mlperf.log_workload): opt_name and opt_learning_rate_decay_schedule
+    # at least. Its hyperparameters' keys come from the matrix (harness.mlperf.HPARAM_KEYS).
+    MLPERF_KEYS: dict[str, Any]
+
+
+@runtime_checkable
+class ReferenceLoop(Protocol):
+    """What ReferenceModule.build returns."""
+
+    samples_per_epoch: int
+
+    def train_epoch(self, epoch: int) -> float:
+        """One epoch on the same batches as the harness workload's epoch `epoch`; the mean loss as a Python float
+        (which waits for the device)."""
+
+
+@runtime_checkable
+class ReferenceModule(Protocol):
+    """`harness/models/<model>/reference_<framework>.py`: the model written the way its framework's own documentation
+    and model zoo write it, so that benchmarks/reference_gap.py and benchmarks/process_gap.py can tell how close the
+    harness's cell runs to the framework's recommended loop (tests/test_reference.py checks that the two train alike).
+    It shares with the harness, on purpose, only what makes the comparison fair and is framework-neutral numpy: the
+    initial weights, the data and its batches in order (harness.models.<name> packages) and the hyperparameters. From
+    the harness it imports nothing else (harness.conformance checks): the network, the loss, the optimiser and the loop
+    are written again in the framework's idiom (MindSpore: nn.Cell networks, a loss Cell, nn.TrainOneStepCell,
+    ms.amp.build_train_network for AMP; PyTorch: nn.Module networks, zero_grad(set_to_none=True), forward,
+    loss.backward(), optimizer.step(), torch.autocast for AMP)."""
+
+    def build(self, data: dict, hp: dict, spec: Any, seed: int, amp: str) -> ReferenceLoop:
+        """data: the dataset module's load()/synthetic() dict; hp: the cell's hyperparameters (read-only); spec: the
+        cell's harness.spec.ModelSpec; amp: "off" or the cell's AMP level. The framework's context (mode, device,
+        threads) is already set by the caller."""
+
+
+@runtime_checkable
 class ModelModule(Protocol):
     """`harness/models/<model>/<framework>.py`."""
 
@@ -216,6 +261,13 @@ class DatasetModule(Protocol):
     FOLDER: str             # the folder name under a data dir (laid out like ../shared/data)
     FILES: dict[str, str]   # {file name: pinned sha256}
     URLS: dict[str, str]    # {file name: download URL}
+    # Whether a profile's val_samples / eval_samples (harness/matrix.toml) cuts what a model's evaluate("val") reads
+    # from this dataset (False for a fixed split that the models always read whole, as Cora's 500 validation nodes).
+    EVAL_LIMITED: bool
+
+    def val_split_size(self, data: dict) -> int:
+        """How many samples the split that a model's evaluate("val") reads holds (a dataset without a validation
+        split evaluates on its test split), before any profile's limit: the event log's eval_samples."""
 
     def load(self, folder: Path) -> dict:
         """The real data, as numpy arrays, from the verified folder."""

@@ -222,3 +222,19 @@ def schedule(cells: list[Cell]) -> list[tuple[Cell, int]]:
             turn = group[r % len(group):] + group[:r % len(group)]
             out.extend((g, r) for g in turn if r < g.repeats)
     return out
+
+
+def one_per_model(cells: list[Cell]) -> list[Cell]:
+    """One fp32 single-device model cell of every model, in the matrix's order of models, the framework taken in
+    turn (PyTorch eager for the first model, MindSpore GRAPH for the second, ...): the image checks run these, so a
+    model added to the matrix is run in both images without a list to edit."""
+    turns = (("pytorch", "eager"), ("mindspore", "graph"))
+    by_model: dict[str, list[Cell]] = {}
+    for c in cells:
+        if c.kind == "model" and c.amp == "off" and c.devices == 1:
+            by_model.setdefault(c.model, []).append(c)
+    out = []
+    for i, candidates in enumerate(by_model.values()):
+        wanted = turns[i % len(turns)]
+        out.append(next((c for c in candidates if (c.framework, c.mode) == wanted), candidates[0]))
+    return out

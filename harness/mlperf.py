@@ -1,6 +1,8 @@
 """What a training cell's event log says about its set-up: the keys MLPerf's training rules require of every log
 (harness/logcheck/common.yaml, from the ruleset's common.yaml) and the ones each workload's rules file names
-(harness/logcheck/<model>.yaml), with this artifact's values.
+(harness/models/<model>/logcheck.yaml), with this artifact's values. What is particular to a model (its optimiser,
+its schedule: the model package's MLPERF_KEYS) or a dataset (its validation split: the dataset module's
+val_split_size and EVAL_LIMITED) is declared in its own folder or file (harness.contracts), never named here.
 
 Two calls, both on the cell's EventLog: `log_setup` in the child before init_stop (what is known before any data is
 touched: submission keys, seed, parallelism, the config file), `log_workload` in the training scenario once the
@@ -26,30 +28,19 @@ import platform as _platform
 
 from mlperf_logging.mllog import constants as C
 
+from harness import data as datasets
 from harness import eventlog
+from harness.models import model_package
 from harness.spec import ModelSpec
 
 TRAINING_KINDS = ("model", "scaling")
 ORG = "ms-pt-harness reproduction artifact (not an MLPerf submission)"
 
-# Per workload: the optimiser (as in harness/models/<model>/{pytorch,mindspore}.py) and the learning-rate schedule.
-WORKLOADS: dict[str, dict[str, str]] = {
-    "gcn": {"opt_name": C.ADAM, "schedule": "constant"},
-    "resnet50": {"opt_name": C.SGD, "schedule": "linear warm-up, then cosine decay to 0 at the last epoch"},
-    "gru": {"opt_name": C.ADAM, "schedule": "constant"},
-    "googlenet": {"opt_name": C.SGD, "schedule": "linear warm-up, then cosine decay to 0 at the last epoch"},
-    "lstm": {"opt_name": C.ADAM, "schedule": "constant"},
-    "bert": {"opt_name": C.ADAMW, "schedule": "linear warm-up, then linear decay to 0 at the last step"},
-}
 # hparams of harness/matrix.toml -> the key that logs them.
 HPARAM_KEYS = {"lr": C.OPT_BASE_LR, "weight_decay": C.OPT_WEIGHT_DECAY, "momentum": eventlog.OPT_MOMENTUM,
                "adam_beta1": C.OPT_ADAM_BETA_1, "adam_beta2": C.OPT_ADAM_BETA_2, "adam_eps": C.OPT_ADAM_EPSILON,
                "warmup_epochs": C.OPT_LR_WARMUP_EPOCHS, "clip_norm": C.OPT_GRADIENT_CLIP_NORM,
                "max_len": C.MAX_SEQUENCE_LENGTH, "warmup_steps": C.OPT_LR_WARMUP_STEPS}
-# What evaluate("val") reads, per dataset, before the spec's val_samples / eval_samples limit.
-_VAL_SPLIT = {"cora": lambda d: d["val_idx"], "cifar10": lambda d: d["test_y"], "multi30k": lambda d: d["val"]["fr"],
-              "imdb": lambda d: d["test"]["label"]}
-_LIMITED = ("cifar10", "multi30k", "imdb")   # cora's Planetoid validation split is fixed (500 nodes)
 
 
 def log_setup(events: eventlog.EventLog, ctx, config_filename: str) -> None:
@@ -79,19 +70,20 @@ def log_workload(events: eventlog.EventLog, ctx, workload, data: dict) -> None:
     events.log(C.LOWEST_NUMERICAL_PRECISION_IN_ATTN, compute, note="no attention layers: the linear layers' type")
     apex = str(ctx.settings.get("amp_impl", "")).startswith("apex")
     events.log(C.LOWEST_NUMERICAL_PRECISION_IN_COMM, "fp16" if apex else "fp32", devices=ctx.world_size)
-    workload_facts = WORKLOADS[cell.model]
-    events.log(C.OPT_NAME, workload_facts["opt_name"])
-    events.log(C.OPT_LR_DECAY_SCHEDULE, workload_facts["schedule"])
+    for key, value in model_package(cell.model).MLPERF_KEYS.items():   # the model's folder says how it trains
+        events.log(key, value)
     for name, key in HPARAM_KEYS.items():
         if name in hp:
             events.log(key, hp[name])
 
 
 def eval_samples(spec: ModelSpec, data: dict) -> int:
-    """How many samples one validation evaluation reads: the dataset's validation split (CIFAR-10 and aclImdb have
-    none: their test split), cut to the spec's val_samples or else eval_samples (as the models cut it)."""
-    n = len(_VAL_SPLIT[spec.dataset](data))
-    limit = (spec.eval_samples if spec.val_samples is None else spec.val_samples) if spec.dataset in _LIMITED else None
+    """How many samples one validation evaluation reads: the split the dataset module names (its val_split_size),
+    cut to the spec's val_samples or else eval_samples where the dataset says a profile cuts it (as the models cut
+    it)."""
+    dataset = datasets.module(spec.dataset)
+    n = dataset.val_split_size(data)
+    limit = (spec.eval_samples if spec.val_samples is None else spec.val_samples) if dataset.EVAL_LIMITED else None
     return n if limit is None else min(limit, n)
 
 

@@ -10,13 +10,15 @@ import json
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
 import yaml
 
-from harness import eventlog, logcheck, mlperf
+from harness import eventlog, logcheck
 from harness.cell import Cell
+from harness.models import model_package
 from harness.progress import EpochLines
 from harness.scenarios import training
 from harness.spec import ModelSpec
@@ -137,36 +139,40 @@ def test_the_config_keeps_every_rule_of_the_rulesets_common_yaml():
     exec(their_other["BEGIN"]["CODE"], {"s": theirs_s})  # noqa: S102
     exec(our_other["BEGIN"]["CODE"], {"s": ours_s}, {"config_file": str(logcheck.CONFIG)})  # noqa: S102
     assert theirs_s.items() <= ours_s.items()
-    assert ours_s["logcheck_dir"] == str(logcheck.CONFIG.parent)
+    models_dir = Path(ours_s["models_dir"]).resolve()
+    assert models_dir == REPO / "harness" / "models"
+    assert ours_s["benchmarks"] == sorted(p.parent.name for p in models_dir.glob("*/logcheck.yaml"))
 
 
 def test_every_workload_has_a_rules_file_that_replaces_no_order_check():
-    """Each matrix model has <model>.yaml; a workload file that names a key replaces common.yaml's verdicts on it, so
-    it names none that common.yaml checks the order on, except eval_accuracy (whose order common.yaml checks at
-    eval_stop), repeating the ruleset's check on it."""
+    """Each matrix model's folder has logcheck.yaml, and common.yaml's benchmarks are those folders; a workload file
+    that names a key replaces common.yaml's verdicts on it, so it names none that common.yaml checks the order on,
+    except eval_accuracy (whose order common.yaml checks at eval_stop), repeating the ruleset's check on it."""
     import tomllib
 
     models = set(tomllib.loads((REPO / "harness" / "matrix.toml").read_text())["models"])
+    state: dict = {}
     _, begin = _rules(logcheck.CONFIG)
-    assert models == set(mlperf.WORKLOADS) == {f.stem for f in logcheck.CONFIG.parent.glob("*.yaml")} - {"common"}
-    assert f"'benchmarks': {list(mlperf.WORKLOADS)!r}" in begin["BEGIN"]["CODE"]
+    exec(begin["BEGIN"]["CODE"], {"s": state}, {"config_file": str(logcheck.CONFIG)})  # noqa: S102
+    assert models <= set(state["benchmarks"])
     ours, _ = _rules(logcheck.CONFIG)
     ordered = {name for name, rule in ours.items() if any("s['" in c for c in _checks(rule))}
     theirs, _ = _rules(_ruleset_file("common.yaml"))
     for model in models:
-        keys, _ = _rules(logcheck.CONFIG.parent / f"{model}.yaml")
-        assert keys["opt_name"]["CHECK"].strip() == f"v['value'] == '{mlperf.WORKLOADS[model]['opt_name']}'"
+        keys, _ = _rules(REPO / "harness" / "models" / model / "logcheck.yaml")
+        assert keys["opt_name"]["CHECK"].strip() == f"v['value'] == '{model_package(model).MLPERF_KEYS['opt_name']}'"
         assert set(keys) & ordered <= {"eval_accuracy"}, model
         assert set(_checks(theirs["eval_accuracy"])) <= set(_checks(keys["eval_accuracy"])), model
 
 
-@pytest.mark.parametrize("model", sorted(mlperf.WORKLOADS))
+@pytest.mark.parametrize("model", sorted(tomllib.loads((REPO / "harness" / "matrix.toml").read_text())["models"]))
 def test_the_logged_optimiser_is_the_one_the_model_code_builds(model):
     folder = REPO / "harness" / "models" / model
     pt, ms = (folder / "pytorch.py").read_text(), (folder / "mindspore.py").read_text()
-    if mlperf.WORKLOADS[model]["opt_name"] == "adam":
+    opt_name = model_package(model).MLPERF_KEYS["opt_name"]
+    if opt_name == "adam":
         assert "torch.optim.Adam(" in pt and "nn.Adam(" in ms
-    elif mlperf.WORKLOADS[model]["opt_name"] == "adamw":
+    elif opt_name == "adamw":
         assert "torch.optim.AdamW(" in pt and "optim.AdamW(" in ms
     else:
         assert "torch.optim.SGD(" in pt and "nn.Momentum(" in ms

@@ -38,6 +38,15 @@ META = "batches.meta"
 NUM_CLASSES = 10
 
 
+# A profile's eval_samples cuts the evaluation images.
+EVAL_LIMITED = True
+
+
+def val_split_size(data: dict) -> int:
+    """CIFAR-10 has no validation split: the models evaluate on the test images."""
+    return len(data["test_y"])
+
+
 def extract(folder: Path, into: Path | None = None) -> Path:
     """Extract the tarball's `cifar-10-batches-py/` into folder (or `into`) once and return that directory.
     Extraction goes to a temporary directory first, so an interrupted run never leaves half a folder. Only its

@@ -40,6 +40,15 @@ class _Unpickler(pickle.Unpickler):
         return super().find_class(module, name)
 
 
+# Planetoid's validation split is fixed (500 nodes) and read whole by every profile.
+EVAL_LIMITED = False
+
+
+def val_split_size(data: dict) -> int:
+    """The validation nodes (Planetoid's split: 500)."""
+    return len(data["val_idx"])
+
+
 def load(folder: Path) -> dict:
     def unpickle(name):
         with open(Path(folder) / f"ind.cora.{name}", "rb") as f:

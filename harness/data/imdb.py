@@ -34,6 +34,15 @@ REVIEW = re.compile(r"^aclImdb/(train|test)/(pos|neg)/(\d+)_(\d+)\.txt$")
 SIZES = {"train": 25000, "test": 25000}
 
 
+# A profile's eval_samples cuts the evaluation reviews.
+EVAL_LIMITED = True
+
+
+def val_split_size(data: dict) -> int:
+    """aclImdb has no validation split: the models evaluate on the test reviews."""
+    return len(data["test"]["label"])
+
+
 def prepare(folder: Path, allow_download: bool) -> Path:
     """Verify whichever layout the folder holds (the official tarball first); download the official one if allowed."""
     folder = Path(folder)

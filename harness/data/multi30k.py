@@ -29,6 +29,15 @@ LANGS = ("en", "fr")
 SIZES = {"train": 29000, "val": 1014, "test": 1000}
 
 
+# A profile's val_samples / eval_samples cuts the validation sentence pairs.
+EVAL_LIMITED = True
+
+
+def val_split_size(data: dict) -> int:
+    """The validation sentence pairs."""
+    return len(data["val"]["fr"])
+
+
 def _read(path: Path) -> list[str]:
     with gzip.open(path, "rt", encoding="utf-8") as f:
         return [line.rstrip("\n") for line in f]  # hashes were verified before this

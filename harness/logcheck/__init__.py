@@ -1,8 +1,9 @@
 """`python -m harness check-logs DIR`: MLPerf's own compliance checker (`python -m mlperf_logging.compliance_checker`,
 training ruleset 6.1.0) on the event log of every model and scaling cell of a run folder, with this folder's config:
-common.yaml (the ruleset's common rules and the harness's order) and one rules file per workload (<model>.yaml),
-which common.yaml enqueues from the log's submission_benchmark. One line per log, a summary, and exit 2 with one
-line (`error: ...`) when any log fails; the checker's whole output for one log is the command the line names.
+common.yaml (the ruleset's common rules and the harness's order) and one rules file per workload, in its model's
+folder (harness/models/<model>/logcheck.yaml), which common.yaml enqueues from the log's submission_benchmark. One
+line per log, a summary, and exit 2 with one line (`error: ...`) when any log fails; the checker's whole output for
+one log is the command the line names.
 
 Operator, inference and passes cells are timings, not MLPerf training runs: not checked. Run folders of schema 1
 (bare-JSON event logs) are refused in one line.

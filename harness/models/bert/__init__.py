@@ -39,6 +39,10 @@ import numpy as np
 from harness.models.bert.vocab import SPECIALS, encode_reviews
 from harness.spec import ModelSpec
 
+# contracts.ModelPackage: how the model trains, in the event log's words (harness.mlperf logs them).
+MLPERF_KEYS = {"opt_name": "adamw",
+               "opt_learning_rate_decay_schedule": "linear warm-up, then linear decay to 0 at the last step"}
+
 PAD, UNK, CLS, SEP, MASK = range(len(SPECIALS))
 LN_EPS = 1e-12
 ADAM_EPS = 1e-6

@@ -44,6 +44,9 @@ import numpy as np
 
 from harness.spec import ModelSpec
 
+# contracts.ModelPackage: how the model trains, in the event log's words (harness.mlperf logs them).
+MLPERF_KEYS = {"opt_name": "adam", "opt_learning_rate_decay_schedule": "constant"}
+
 PAD, UNK, BOS, EOS = 0, 1, 2, 3
 SPECIALS = ["<pad>", "<unk>", "<bos>", "<eos>"]
 TOKEN = re.compile(r"\w+(?:-\w+)*'?|[^\w\s]")

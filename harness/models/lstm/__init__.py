@@ -26,6 +26,9 @@ import numpy as np
 
 from harness.spec import ModelSpec
 
+# contracts.ModelPackage: how the model trains, in the event log's words (harness.mlperf logs them).
+MLPERF_KEYS = {"opt_name": "adam", "opt_learning_rate_decay_schedule": "constant"}
+
 PAD, UNK = 0, 1
 TOKEN = re.compile(r"[a-z0-9]+(?:'[a-z0-9]+)*")
 PROBE = 8
