@@ -57,6 +57,7 @@ BLOCKS = (
     Block("ARTIFACT.md", "why-cpu", (QUICK,), docs_render.why_sentences),
     Block("README.md", "readme-times", (QUICK, TARGET), docs_render.readme_times),
     Block("docs/methodology/why.md", "why-cpu-measured", (QUICK,), docs_render.why),
+    Block("docs/methodology/why.md", "why-crosscheck", (QUICK,), docs_render.why_crosscheck),
 )
 
 

@@ -9,6 +9,7 @@ the same text.
 
 from __future__ import annotations
 
+import json
 import shlex
 from collections import Counter
 from collections.abc import Sequence
@@ -293,4 +294,28 @@ def why(runs: Sequence[Run]) -> str:
             cost = f"{cost:+.0%}" if cost is not None else "no measured epoch after the first"
             out.append(f"| {e['title']} | {b['framework']} {b['mode']} | {explain.milliseconds(step)} | {cats} "
                        f"| {cost} |")
+    return "\n".join(out)
+
+
+CROSSCHECK = "why_crosscheck.json"   # benchmarks/why_crosscheck.py --out, beside the run it checks
+
+
+def why_crosscheck(runs: Sequence[Run]) -> str:
+    """benchmarks/why_crosscheck.py's runs against the committed run (its why_crosscheck.json): per run and check,
+    the profile's figure, the standalone one and their ratio."""
+    (r,) = runs
+    path = r.path / CROSSCHECK
+    if not path.is_file():
+        return (f"No cross-check is kept beside this run: `python benchmarks/why_crosscheck.py RUN --out "
+                f"RUN/{CROSSCHECK}`.")
+    checks = json.loads(path.read_text())
+    out = ["| run | check | reported | standalone | ratio |", "|---|---|---|---|---|"]
+    for i, c in enumerate(checks, 1):
+        load = f"load {c['load_average_before'][0]:.2f} before, {c['load_average_after'][0]:.2f} after"
+        for row in c["rows"]:
+            unit = " (ms a step)" if row["unit"] == "ms" else ""
+            fmt = (lambda v: f"{v:.1f}") if row["unit"] == "ms" else (lambda v: f"{v:.3f}")
+            within = "within 20%" if row["within_20_percent"] else "**not within 20%**"
+            out.append(f"| {i} ({c['started_at'][:16].replace('T', ' ')} UTC, {load}) | {row['check']}{unit} "
+                       f"| {fmt(row['reported'])} | {fmt(row['standalone'])} | {row['ratio']:.2f}, {within} |")
     return "\n".join(out)

@@ -12,6 +12,25 @@ SHARED_DATA = Path(os.environ.get("HARNESS_SHARED_DATA", REPO.parent / "shared" 
 os.environ.setdefault("HARNESS_PROFILE", "off")
 
 
+# Test files that share an expensive session fixture, mapped to one name: pytest-xdist's `--dist loadfile` (tox.ini)
+# then runs them on one worker, so the fixture is built once (the scaling run: about 100 s on 2 cores).
+ONE_WORKER = {"tests/test_multinode.py": "tests/test_scaling.py"}
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    if config.getoption("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class SharedFixtureScheduling(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            scope = super()._split_scope(nodeid)
+            return ONE_WORKER.get(scope, scope)
+
+    return SharedFixtureScheduling(config, log)
+
+
 def harness(*args, timeout=900, extra_env=None, **kw):
     """Run `python -m harness ARGS` as a user would; returns the CompletedProcess."""
     env = {**os.environ, "PYTHONPATH": str(REPO), **(extra_env or {})}

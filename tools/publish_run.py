@@ -4,8 +4,9 @@ what only the host that ran it knows.
     python tools/publish_run.py SRC DEST          copy the run folder SRC to DEST (which must not exist, or be empty)
     python tools/publish_run.py --in-place DIR    scrub a run folder already in the repository
 
-Kept: run.json, env.json, report/**, and per cell and repeat r<k>.json (the result), r<k>.spec.json, r<k>.log and
-r<k>.mllog (r<k>.events.jsonl in schema-1 folders), with their r<k>.rank<n>.* of multi-process cells.
+Kept: run.json, env.json, why_crosscheck.json (benchmarks/why_crosscheck.py --out), report/**, and per cell and
+repeat r<k>.json (the result), r<k>.spec.json, r<k>.log and r<k>.mllog (r<k>.events.jsonl in schema-1 folders), with
+their r<k>.rank<n>.* of multi-process cells.
 Left out (removed with --in-place): .interpreter/ (shims that exec the run host's Python), every symlink, results moved
 aside by a re-run (r<k>.prev<n>.*), the children's scratch files (r<k>.child.json) and hidden temporary files.
 Rewritten in the text files (.json .jsonl .log .mllog .html .tex .txt .csv .md), every other byte kept:
@@ -51,7 +52,7 @@ def kept(rel: Path) -> bool:
         return False
     if rel.parts[0] == "cells":
         return len(rel.parts) > 1 and bool(CELL_FILE.match(rel.name))
-    return rel.as_posix() in ("run.json", "env.json") or rel.parts[0] == "report"
+    return rel.as_posix() in ("run.json", "env.json", "why_crosscheck.json") or rel.parts[0] == "report"
 
 
 def _read_json(path: Path) -> Any:

@@ -93,9 +93,10 @@ RAW_LIMIT_BYTES = 2_000_000   # the profiler's own files kept per cell; beyond i
 
 
 # The profiled pass trains epochs until their wall time reaches PROFILED_MIN_S, or PROFILED_MAX_EPOCHS: GCN's epoch is
-# one step, and its one 20 ms dropout call read once was half as long again as a standalone timing of it.
-PROFILED_MIN_S = 0.5
-PROFILED_MAX_EPOCHS = 10
+# one step, and MindSpore's CPU dropout on its input takes about 10.5 ms when both of a 2-core host's threads run it and
+# about 20 ms when one does; ten calls of such an op give a mean that moves by a tenth from one run to the next.
+PROFILED_MIN_S = 1.0
+PROFILED_MAX_EPOCHS = 50
 
 
 def profiled_epoch(ctx, backend, workload, measured_epoch_s: float | None) -> dict[str, Any]:
