@@ -71,7 +71,7 @@ def test_a_quick_runs_logs_pass_mlperfs_compliance_checker(quick_run):
     # The same verdict from the checker's own command line, as the config's header documents it.
     direct = subprocess.run(logcheck.command(log), capture_output=True, text=True, cwd=log.parent)
     assert direct.returncode == 0 and "SUCCESS" in direct.stderr
-    assert f"Compliance checks: {logcheck.CONFIG.parent / 'gcn.yaml'}" in direct.stderr
+    assert f"Compliance checks: {REPO / 'harness' / 'models' / 'gcn' / 'logcheck.yaml'}" in direct.stderr
 
 
 def _broken(log: Path, tmp_path: Path, edit) -> Path:
@@ -139,7 +139,7 @@ def test_the_config_keeps_every_rule_of_the_rulesets_common_yaml():
     exec(their_other["BEGIN"]["CODE"], {"s": theirs_s})  # noqa: S102
     exec(our_other["BEGIN"]["CODE"], {"s": ours_s}, {"config_file": str(logcheck.CONFIG)})  # noqa: S102
     assert theirs_s.items() <= ours_s.items()
-    models_dir = Path(ours_s["models_dir"]).resolve()
+    models_dir = Path(ours_s["models_dir"])
     assert models_dir == REPO / "harness" / "models"
     assert ours_s["benchmarks"] == sorted(p.parent.name for p in models_dir.glob("*/logcheck.yaml"))
 

@@ -266,8 +266,9 @@ def test_check_image_without_buildah_says_so_in_one_line(tmp_path, ci, code):
 
 
 def test_check_image_runs_a_cell_of_every_model_and_reads_every_dataset_in_the_image():
-    """What ships in an image is tested in it: check_image.sh's default globs select, in the quick profile, a cell of
-    every model of the matrix (both frameworks across them), and tools/check_datasets.py covers every dataset."""
+    """What ships in an image is tested in it: check_image.sh runs the GCN glob and `harness list --one-per-model`'s
+    cells (derived from the matrix, no list by hand): together a cell of every model of the matrix, both frameworks
+    across them; tools/check_datasets.py covers every dataset."""
     import re
     import sys
 
@@ -279,13 +280,15 @@ def test_check_image_runs_a_cell_of_every_model_and_reads_every_dataset_in_the_i
     finally:
         sys.path.remove(str(REPO / "tools"))
     script = (REPO / "tools" / "check_image.sh").read_text()
-    globs = {name: re.search(rf"^{name}='([^']+)'$", script, re.M).group(1) for name in ("only", "models")}
+    only = re.search(r"^only='([^']+)'$", script, re.M).group(1)
+    assert re.search(r"^models=''", script, re.M) and "python -m harness list --profile quick --one-per-model" in script
     m = matrix_mod.load()
     models = m.data["models"]
-    cells = [c for g in globs.values() for c in m.expand("quick", g)]
-    assert {c.model for c in cells} == set(models) == {"gcn", "resnet50", "gru", "googlenet", "lstm", "bert"}
-    others = m.expand("quick", globs["models"])
-    assert len(others) == 5 and {c.framework for c in others} == {"pytorch", "mindspore"}
+    per_model = matrix_mod.one_per_model(m.expand("quick"))
+    assert [c.model for c in per_model] == list(models) == ["gcn", "resnet50", "gru", "googlenet", "lstm", "bert"]
+    assert all(c.kind == "model" and c.amp == "off" and c.devices == 1 for c in per_model)
+    assert {c.framework for c in per_model} == {"pytorch", "mindspore"}
+    assert {c.model for c in m.expand("quick", only)} == {"gcn"}
     assert set(DATASETS) == {spec["dataset"] for spec in models.values()}
     assert "inside python /tools/check_datasets.py" in script and 'run_cells models "$models"' in script
 
