@@ -246,8 +246,9 @@ def dataset_problems(name: str) -> list[str]:
     provided: dict[str, Any] = {**required_functions(mod), **{k: None for k in ("FOLDER", "FILES", "URLS",
                                                                                    "EVAL_LIMITED") if k in vars(mod)}}
     out = problems(contracts.DatasetModule, provided, _rel(path))
-    if "prepare" in provided:   # optional; then it keeps its declared form
-        out += problems(contracts.SelfPreparingDataset, provided, _rel(path))
+    if "prepare" in provided:   # optional; then it keeps its declared form (the rest is DatasetModule's, above)
+        out += [p for p in problems(contracts.SelfPreparingDataset, provided, _rel(path)) if p not in
+                [q.replace("DatasetModule", "SelfPreparingDataset") for q in out]]
     return out
 
 
