@@ -258,8 +258,9 @@ def require(model_tables: dict[str, dict]) -> None:
     found: list[str] = []
     for model, table in sorted(model_tables.items()):
         found += model_problems(model)
-        if isinstance(table, dict) and isinstance(table.get("dataset"), str):
-            found += [p for p in dataset_problems(table["dataset"]) if p not in found]
+        if isinstance(table, dict) and isinstance(table.get("dataset"), str):   # said with the line that names it
+            named = f' ([models.{model}] dataset = "{table["dataset"]}")'
+            found += [p + named for p in dataset_problems(table["dataset"]) if p + named not in found]
     if found:
         more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
         raise HarnessError(f"{found[0]}{more}; see {GUIDE}")

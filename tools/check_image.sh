@@ -30,7 +30,8 @@
 #              its non-root user, /data (read-only) and /results mounted; real Cora, Multi30K and aclImdb from
 #              ../shared/data when there (else synthetic), CIFAR-10 synthetic. GLOB defaults to the fp32 GCN
 #              quick cells, one per framework and mode (about 2 minutes on 2 cores; all eight GCN quick cells,
-#              --only 'model/gcn/*', take about 6). Every cell must be `ok`.
+#              --only 'model/gcn/*', take about 6). Every cell must be `ok`. With --cuda no GLOB by default: the
+#              CUDA image runs the same harness's CPU cells, and 6c's cells hold a GCN one.
 #  6c. models  the same for --models GLOB: by default one fp32 quick cell of every model the matrix names, the
 #              frameworks in turn (`python -m harness list --one-per-model` in the image, less the cells 6b ran):
 #              today ResNet50 MindSpore GRAPH (synthetic CIFAR-10), GRU PyTorch eager (Multi30K), GoogLeNet
@@ -52,13 +53,14 @@ base_image=localhost/harness-base:bookworm
 platform=cpu
 keep=0
 synthetic=0
-only='model/gcn/*/amp-off/*'
+only='model/gcn/*/amp-off/*'   # the CPU image's default; the CUDA image's is empty (6b)
+only_given=0
 models=''   # empty: one fp32 quick cell of every model, from the matrix (6c)
 while [ $# -gt 0 ]; do
   case "$1" in
     --keep) keep=1 ;;
     --synthetic) synthetic=1 ;;
-    --only) [ $# -ge 2 ] || { echo "check_image.sh: --only needs a pattern" >&2; exit 2; }; only="$2"; shift ;;
+    --only) [ $# -ge 2 ] || { echo "check_image.sh: --only needs a pattern" >&2; exit 2; }; only="$2"; only_given=1; shift ;;
     --models) [ $# -ge 2 ] || { echo "check_image.sh: --models needs a pattern" >&2; exit 2; }; models="$2"; shift ;;
     --cuda) platform=cuda; image=localhost/ms-pt-harness:cuda-check ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
@@ -66,6 +68,10 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
+
+if [ "$platform" = cuda ] && [ "$only_given" = 0 ]; then
+  only=''   # the CPU image runs every fp32 GCN cell; the CUDA image, one cell of every model (6c), a GCN one among them
+fi
 
 t_start=$(date +%s)
 phase_names=()
@@ -280,18 +286,23 @@ if len(results) < want or len({r["cell"] for r in results}) != cells or bad:  # 
 EOF
   cells_ok=$((cells_ok + want))
 }
-run_cells gcn "$only"
-phase run
+ran=()
+if [ -n "$only" ]; then
+  run_cells gcn "$only"
+  ran+=(gcn)
+  phase run
+fi
 if [ -z "$models" ]; then
   # One fp32 quick cell of every model of the matrix, the frameworks in turn (harness list --one-per-model), less the
   # cells the GCN run above covers: a model added to the matrix runs here with no list to edit.
   models="$(inside python -m harness list --profile quick --one-per-model 2> /dev/null | awk '{print $1}' \
-    | while read -r id; do [[ $id == $only ]] || echo "$id"; done | paste -sd, -)"
+    | while read -r id; do [ -n "$only" ] && [[ $id == $only ]] || echo "$id"; done | paste -sd, -)"
   [ -n "$models" ] || fail "python -m harness list --one-per-model in the image gave no cells"
 fi
 run_cells models "$models"
+ran+=(models)
 phase models
-for name in gcn models; do
+for name in "${ran[@]}"; do
   inside python -m harness report "/results/$name" > /dev/null || fail "the report of $name did not render inside the image"
   [ -s "$runs/$name/report/report.html" ] || fail "no report.html after python -m harness report /results/$name in the image"
 done

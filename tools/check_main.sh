@@ -3,8 +3,9 @@
 # report rendered. It runs ./reproduce.sh cpu in this checkout (CI's is a fresh clone, so .venv is made from the
 # lock exactly as a newcomer's is) with a PATH that holds no virtual environment (tox puts its own on PATH, which
 # once hid a launcher found by name), on a slice with a scaling cell of each framework: real Cora from
-# ../shared/data (or $HARNESS_DATA_DIR), synthetic CIFAR-10. Then every dataset's loader on format-faithful fixtures
-# under that .venv's Python (tools/check_datasets.py).
+# ../shared/data (or $HARNESS_DATA_DIR), synthetic CIFAR-10, one repeat a cell (--repeats 1 --max-repeats 1: the
+# check is that each cell runs and the report renders; the repeats the verdicts need are the suite's and the committed
+# runs'). Then every dataset's loader on format-faithful fixtures under that .venv's Python (tools/check_datasets.py).
 #
 #   tools/check_main.sh [extra reproduce.sh options]        (tox -e main; about 5 minutes on 2 cores)
 set -euo pipefail
@@ -29,10 +30,12 @@ unset VIRTUAL_ENV PYTHONPATH PYTHONHOME
 out="$(mktemp -d "${TMPDIR:-/tmp}/check-main.XXXXXX")/run"
 slice='model/gcn/*/*/amp-off/1dev,scaling/resnet50/pytorch/*,scaling/resnet50/mindspore/graph/*'
 echo "check_main.sh: PATH=$clean" >&2
-echo "check_main.sh: ./reproduce.sh cpu --data-dir $data --synthetic cifar10 --only '$slice' --out $out" >&2
+echo "check_main.sh: ./reproduce.sh cpu --data-dir $data --synthetic cifar10 --only '$slice' --repeats 1" \
+  "--max-repeats 1 --out $out" >&2
 start=$(date +%s)
 status=0
-env PATH="$clean" ./reproduce.sh cpu --data-dir "$data" --synthetic cifar10 --only "$slice" --out "$out" "$@" \
+env PATH="$clean" ./reproduce.sh cpu --data-dir "$data" --synthetic cifar10 --only "$slice" --repeats 1 --max-repeats 1 \
+  --out "$out" "$@" \
   || status=$?
 echo "check_main.sh: reproduce.sh exited $status after $(( $(date +%s) - start )) s" >&2
 
