@@ -380,7 +380,7 @@ def test_cpu_cell_energy_from_rapl_counter(tmp_path):
             return super().read()
 
     # Half-second epochs: the fake counter follows the real clock, so a sampler read that comes late on a loaded
-    # machine blurs it. With 0.12-s epochs, in the suite's run with a worker per core beside a tox build, it gave
+    # machine blurs it. With 0.12-s epochs, in a CI run of the suite (a worker per core), it gave
     # 5.4 J against 14.9; a late read weighs less against longer epochs.
     rec, events, t0 = _run_cell_like(Sampler([Clocked(rapl_root=tmp_path)], 0.02), epoch_s=0.5)
     keys = telemetry.summarise(rec, events, {}, "model", {}, t0)
