@@ -104,11 +104,18 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
+def _matrix(args) -> matrix_mod.Matrix:
+    """The matrix file, with every model and dataset it names whole (harness.conformance): a part missing is one
+    line now, not a traceback in every cell's log."""
+    m = matrix_mod.load(args.matrix)
+    conformance.require(m.data["models"])
+    return m
+
+
 def _run(args) -> int:
     from harness import faults, runner
 
-    m = matrix_mod.load(args.matrix)
-    conformance.require(m.data["models"])   # a model or dataset missing a part: one line now, not a traceback per cell
+    m = _matrix(args)
     try:
         return runner.run(m, args.profile, args.platform, args.out, only=args.only, data_dir=args.data_dir,
                           synthetic=args.synthetic, resume=args.resume, allow_download=args.download,
@@ -123,8 +130,7 @@ def _run(args) -> int:
 def _list(args) -> int:
     from harness import launch
 
-    m = matrix_mod.load(args.matrix)
-    conformance.require(m.data["models"])
+    m = _matrix(args)
     cells = m.expand(args.profile, args.only, args.repeats, launch.nodes().count)  # HARNESS_NNODES: a multi-node run's
     if args.one_per_model:
         cells = matrix_mod.one_per_model(cells)
@@ -151,9 +157,7 @@ def _env(args) -> int:
 def _models(args) -> int:
     from harness.describe import describe_all
 
-    m = matrix_mod.load(args.matrix)
-    conformance.require(m.data["models"])
-    rows = describe_all(m)
+    rows = describe_all(_matrix(args))
     if args.json:
         print(json.dumps(rows, indent=1))
     else:

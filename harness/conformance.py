@@ -245,11 +245,9 @@ def dataset_problems(name: str) -> list[str]:
         return [f"{_rel(path)} does not import: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"]
     provided: dict[str, Any] = {**required_functions(mod), **{k: None for k in ("FOLDER", "FILES", "URLS",
                                                                                    "EVAL_LIMITED") if k in vars(mod)}}
-    out = problems(contracts.DatasetModule, provided, _rel(path))
-    if "prepare" in provided:   # optional; then it keeps its declared form (the rest is DatasetModule's, above)
-        out += [p for p in problems(contracts.SelfPreparingDataset, provided, _rel(path)) if p not in
-                [q.replace("DatasetModule", "SelfPreparingDataset") for q in out]]
-    return out
+    # prepare is optional; a dataset that has it keeps SelfPreparingDataset's form (DatasetModule's and prepare's)
+    protocol = contracts.SelfPreparingDataset if "prepare" in provided else contracts.DatasetModule
+    return problems(protocol, provided, _rel(path))
 
 
 def require(model_tables: dict[str, dict]) -> None:
