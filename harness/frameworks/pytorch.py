@@ -66,6 +66,8 @@ def setup(ctx) -> dict[str, Any]:
 
         torch.npu.set_device(ctx.local_rank)
     settings["device"] = str(device(ctx))
+    if ctx.cell.mode == "compile":
+        settings["compile_mode"] = compile_mode(ctx)
     if ctx.world_size > 1:
         import torch.distributed as dist
 
@@ -76,6 +78,22 @@ def setup(ctx) -> dict[str, Any]:
                                 timeout=datetime.timedelta(seconds=COLLECTIVE_TIMEOUT_S))
         settings["distributed"] = f"torchrun, {DIST_BACKEND[ctx.platform]}, {ctx.world_size} processes"
     return settings
+
+
+# torch.compile's modes the harness offers (the hparam `compile_mode` picks one).
+COMPILE_MODES = ("default", "reduce-overhead", "max-autotune-no-cudagraphs")
+
+
+def compile_mode(ctx) -> str:
+    """torch.compile's mode for a compile cell (harness.models._pytorch.compiled applies it): the hparam
+    `compile_mode` where set, else "reduce-overhead" on cuda (CUDA graphs: a whole forward or backward replayed as one
+    launch, PyTorch's documented answer to a step bound by the host's kernel launches; only the network is compiled,
+    so the per-step learning rate and the optimiser stay outside the graphs) and "default" elsewhere (no CUDA graphs
+    on CPU or Ascend)."""
+    mode = ctx.hparams.get("compile_mode") or ("reduce-overhead" if ctx.platform == "cuda" else "default")
+    if mode not in COMPILE_MODES:
+        raise Unsupported(f"compile_mode '{mode}' is not one of {', '.join(COMPILE_MODES)}")
+    return mode
 
 
 def all_gather_object(ctx, obj: Any) -> list[Any]:

@@ -12,7 +12,7 @@ from torch import nn
 
 from harness.frameworks.pytorch import device as device_of
 from harness.models import bert
-from harness.models._pytorch import compiled, mixed_precision
+from harness.models._pytorch import compiled, device_batches, mixed_precision, optimizer_options, prefetch_depth
 from harness.models.bert import LN_EPS, MASK_NEG
 
 
@@ -112,21 +112,32 @@ class Workload:
         if set(w) != {n for n, _ in named}:
             raise RuntimeError("weight names differ")
         self.opt = torch.optim.AdamW(bert.param_groups(named, hp["weight_decay"]), lr=hp["lr"],
-                                     betas=(hp["adam_beta1"], hp["adam_beta2"]), eps=bert.ADAM_EPS)
+                                     betas=(hp["adam_beta1"], hp["adam_beta2"]), eps=bert.ADAM_EPS,
+                                     **optimizer_options(ctx, "AdamW"))
+        self.prefetch = prefetch_depth(ctx)
         self.sched = torch.optim.lr_scheduler.LambdaLR(self.opt,
                                                        lambda s: bert.lr_factor(s, hp["warmup_steps"], total))
         self.net, self.opt, self.amp = mixed_precision(ctx, self.net, self.opt)
         self.run_net = compiled(ctx, self.net)
 
+    # The dtype of each of a batch's arrays (ids, keys, positions, labels, weights) on the device.
+    DTYPES = (torch.long, torch.float32, torch.long, torch.long, torch.float32)
+
     def _tensors(self, ids, keys, pos, labels, weights):
         def t(a, dtype):
             return torch.from_numpy(np.asarray(a)).to(self.dev, dtype)
 
-        return t(ids, torch.long), t(keys, torch.float32), t(pos, torch.long), t(labels, torch.long), \
-            t(weights, torch.float32)
+        return tuple(t(a, d) for a, d in zip((ids, keys, pos, labels, weights), self.DTYPES, strict=True))
+
+    def train_batches(self):
+        """This epoch's training batches on the device (harness.models._pytorch.device_batches)."""
+        return device_batches(self.ctx, self.dev, self.corpus.train_batches(self.batch, self.epoch),
+                              lambda b: tuple(torch.from_numpy(np.asarray(a)).to(d)
+                                              for a, d in zip(b, self.DTYPES, strict=True)),
+                              lambda t, nb: tuple(a.to(self.dev, non_blocking=nb) for a in t), self.prefetch)
 
     def _step(self, batch, amp: bool = True) -> torch.Tensor:
-        ids, keys, pos, labels, weights = self._tensors(*batch)
+        ids, keys, pos, labels, weights = batch
         self.net.train()
         self.opt.zero_grad(set_to_none=True)
         with self.amp.autocast(enabled=amp):
@@ -137,7 +148,8 @@ class Workload:
         return loss.detach()
 
     def train_epoch(self) -> float:
-        losses = [self._step(b) for b in self.corpus.train_batches(self.batch, self.epoch)]
+        with self.train_batches() as batches:
+            losses = [self._step(b) for b in batches]
         self.epoch += 1
         return torch.stack(losses).mean().item()
 

@@ -8,7 +8,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from harness.frameworks.pytorch import device as device_of
-from harness.models._pytorch import compiled, mixed_precision
+from harness.models._pytorch import compiled, mixed_precision, optimizer_options
 from harness.models.gcn import accuracy, init_weights
 
 
@@ -46,6 +46,8 @@ class Workload:
         hp = ctx.hparams
         dev = device_of(ctx)
         self.samples_per_epoch = data["num_nodes"]
+        # Full-batch on one graph: features, adjacency and labels go to the device once, here, so an epoch copies
+        # nothing and needs no host pipeline (harness.models._pytorch.device_batches) running ahead.
         self.x = torch.from_numpy(data["features"]).to(dev)
         n = data["num_nodes"]
         self.adj = torch.sparse_coo_tensor(torch.from_numpy(data["adj_indices"].T.copy()),
@@ -59,7 +61,7 @@ class Workload:
         self.weight_decay = hp["weight_decay"]
         self.ctx = ctx
         self.opt = torch.optim.Adam(self.net.parameters(), lr=hp["lr"], betas=(hp["adam_beta1"], hp["adam_beta2"]),
-                                    eps=hp["adam_eps"], weight_decay=0.0)
+                                    eps=hp["adam_eps"], weight_decay=0.0, **optimizer_options(ctx, "Adam"))
         # AMP (autocast + GradScaler, or apex O2 on Ascend) sees the bare model, before torch.compile.
         self.net, self.opt, self.amp = mixed_precision(ctx, self.net, self.opt)
         self.run_net = compiled(ctx, self.net)

@@ -8,7 +8,14 @@ import torch.nn.functional as F
 from torch import nn
 
 from harness.frameworks.pytorch import device as device_of
-from harness.models._pytorch import ImageProbes, compiled, mixed_precision
+from harness.models._pytorch import (
+    ImageProbes,
+    compiled,
+    device_batches,
+    mixed_precision,
+    optimizer_options,
+    prefetch_depth,
+)
 from harness.models.googlenet import FEATURES, INCEPTION, POOL_AFTER, PROBE_LR, decays, init_weights
 from harness.models.resnet50 import accuracy, epoch_batches, eval_batches, limits, lr_schedule, probe_batches
 from harness.models.resnet50.pytorch import load_weights
@@ -72,7 +79,9 @@ class Workload(ImageProbes):
         self.opt = torch.optim.SGD([{"params": [p for n, p in named.items() if decays(n)],
                                      "weight_decay": hp["weight_decay"]},
                                     {"params": [p for n, p in named.items() if not decays(n)], "weight_decay": 0.0}],
-                                   lr=hp["lr"], momentum=hp["momentum"], dampening=0.0, nesterov=False)
+                                   lr=hp["lr"], momentum=hp["momentum"], dampening=0.0, nesterov=False,
+                                   **optimizer_options(ctx, "SGD"))
+        self.prefetch = prefetch_depth(ctx)
         self.lrs = lr_schedule(hp["lr"], hp["warmup_epochs"], ctx.cell.spec.epochs, self.n_train // self.batch)
         self.net, self.opt, self.amp = mixed_precision(ctx, self.net, self.opt)
         self.run_net = compiled(ctx, self.net)
@@ -90,13 +99,21 @@ class Workload(ImageProbes):
         self.amp.step()
         return loss.detach()
 
+    def train_batches(self):
+        """This epoch's training batches on the device (harness.models._pytorch.device_batches)."""
+        return device_batches(self.ctx, self.dev, epoch_batches(self.data, self.epoch, self.seed, self.batch,
+                                                                self.n_train),
+                              lambda b: tuple(torch.from_numpy(a) for a in b),
+                              lambda t, nb: tuple(a.to(self.dev, non_blocking=nb) for a in t), self.prefetch)
+
     def train_epoch(self) -> float:
         self.net.train()
         losses = []
-        for x, y in epoch_batches(self.data, self.epoch, self.seed, self.batch, self.n_train):
-            lr = float(self.lrs[min(self.step_no, len(self.lrs) - 1)])
-            losses.append(self._step(torch.from_numpy(x).to(self.dev), torch.from_numpy(y).to(self.dev), lr))
-            self.step_no += 1
+        with self.train_batches() as batches:
+            for x, y in batches:
+                lr = float(self.lrs[min(self.step_no, len(self.lrs) - 1)])
+                losses.append(self._step(x, y, lr))
+                self.step_no += 1
         self.epoch += 1
         return torch.stack(losses).mean().item()
 

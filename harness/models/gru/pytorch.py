@@ -8,7 +8,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from harness.frameworks.pytorch import device as device_of
-from harness.models._pytorch import compiled, mixed_precision
+from harness.models._pytorch import compiled, device_batches, mixed_precision, optimizer_options, prefetch_depth
 from harness.models.gru import PAD, Corpus, bleu, greedy_decode, init_weights
 
 
@@ -69,7 +69,8 @@ class Workload:
                          hp["hidden"])
         self.net = Seq2Seq(w).to(self.dev)
         self.opt = torch.optim.Adam(self.net.parameters(), lr=hp["lr"], betas=(hp["adam_beta1"], hp["adam_beta2"]),
-                                    eps=hp["adam_eps"], weight_decay=0.0)
+                                    eps=hp["adam_eps"], weight_decay=0.0, **optimizer_options(ctx, "Adam"))
+        self.prefetch = prefetch_depth(ctx)
         # AMP (autocast + GradScaler, or apex O2 on Ascend) sees the bare model, before torch.compile.
         self.net, self.opt, self.amp = mixed_precision(ctx, self.net, self.opt)
         self.train_net = compiled(ctx, self.net)  # torch.compile'd training forward in compile mode
@@ -77,8 +78,8 @@ class Workload:
     def _tensors(self, arrays) -> list[torch.Tensor]:
         return [torch.from_numpy(a).long().to(self.dev) for a in arrays]
 
-    def _step(self, arrays, amp: bool = True) -> torch.Tensor:
-        src, last, tgt_in, tgt_out = self._tensors(arrays)
+    def _step(self, tensors, amp: bool = True) -> torch.Tensor:
+        src, last, tgt_in, tgt_out = tensors
         self.net.train()
         self.opt.zero_grad(set_to_none=True)
         with self.amp.autocast(enabled=amp):
@@ -93,10 +94,20 @@ class Workload:
 
     def train_part(self, part: int, parts: int) -> tuple[float, int]:
         batches = self.corpus.epoch_part(self.batch_size, self.seed, self.epoch, part, parts)
-        losses = [self._step(self.corpus.batch("train", idx, self.batch_size)) for idx in batches]
+        with self.train_batches(batches) as device:
+            losses = [self._step(b) for b in device]
         if part == parts - 1:
             self.epoch += 1
         return torch.stack(losses).mean().item(), sum(len(idx) for idx in batches)
+
+    def train_batches(self, batches=None):
+        """The training batches (index arrays; default: this epoch's) on the device
+        (harness.models._pytorch.device_batches)."""
+        if batches is None:
+            batches = self.corpus.epoch_part(self.batch_size, self.seed, self.epoch, 0, 1)
+        return device_batches(self.ctx, self.dev, (self.corpus.batch("train", idx, self.batch_size) for idx in batches),
+                              lambda b: tuple(torch.from_numpy(a).long() for a in b),
+                              lambda t, nb: tuple(a.to(self.dev, non_blocking=nb) for a in t), self.prefetch)
 
     def probe_forward(self) -> np.ndarray:
         """Eval-mode teacher-forced logits on the first 8 validation pairs (fp32)."""
@@ -106,7 +117,7 @@ class Workload:
             return self.net(src, last, tgt_in).float().cpu().numpy()
 
     def probe_step(self) -> float:
-        return self._step(self.corpus.probe_batch("train"), amp=False).item()
+        return self._step(self._tensors(self.corpus.probe_batch("train")), amp=False).item()
 
     def probe_loss(self) -> float:
         src, last, tgt_in, tgt_out = self._tensors(self.corpus.probe_batch("train"))

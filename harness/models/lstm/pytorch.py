@@ -8,7 +8,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from harness.frameworks.pytorch import device as device_of
-from harness.models._pytorch import compiled, mixed_precision
+from harness.models._pytorch import compiled, device_batches, mixed_precision, optimizer_options, prefetch_depth
 from harness.models.lstm import Corpus, init_weights
 
 PROBE_LR = 1e-3
@@ -44,7 +44,8 @@ class Workload:
         if set(w) != set(dict(self.net.named_parameters())):
             raise RuntimeError("weight names differ")
         self.opt = torch.optim.Adam(self.net.parameters(), lr=hp["lr"], betas=(hp["adam_beta1"], hp["adam_beta2"]),
-                                    eps=hp["adam_eps"], weight_decay=0.0)
+                                    eps=hp["adam_eps"], weight_decay=0.0, **optimizer_options(ctx, "Adam"))
+        self.prefetch = prefetch_depth(ctx)
         self.net, self.opt, self.amp = mixed_precision(ctx, self.net, self.opt)
         self.run_net = compiled(ctx, self.net)
 
@@ -52,7 +53,6 @@ class Workload:
         return [torch.from_numpy(np.asarray(a)).long().to(self.dev) for a in arrays]
 
     def _step(self, ids, last, y, amp: bool = True) -> torch.Tensor:
-        ids, last, y = self._tensors(ids, last, y)
         self.net.train()
         self.opt.zero_grad(set_to_none=True)
         with self.amp.autocast(enabled=amp):
@@ -62,9 +62,16 @@ class Workload:
         return loss.detach()
 
     def train_epoch(self) -> float:
-        losses = [self._step(*b) for b in self.corpus.train_batches(self.batch, self.seed, self.epoch)]
+        with self.train_batches() as batches:
+            losses = [self._step(*b) for b in batches]
         self.epoch += 1
         return torch.stack(losses).mean().item()
+
+    def train_batches(self):
+        """This epoch's training batches on the device (harness.models._pytorch.device_batches)."""
+        return device_batches(self.ctx, self.dev, self.corpus.train_batches(self.batch, self.seed, self.epoch),
+                              lambda b: tuple(torch.from_numpy(np.asarray(a)).long() for a in b),
+                              lambda t, nb: tuple(a.to(self.dev, non_blocking=nb) for a in t), self.prefetch)
 
     def evaluate(self, split: str) -> float:
         """Accuracy on the (first eval_samples of the shuffled) test split; 'val' is the test split too."""
@@ -85,7 +92,7 @@ class Workload:
     def probe_step(self) -> float:
         for g in self.opt.param_groups:
             g["lr"] = PROBE_LR
-        return self._step(*self.corpus.probe("train"), amp=False).item()
+        return self._step(*self._tensors(*self.corpus.probe("train")), amp=False).item()
 
     def probe_loss(self) -> float:
         ids, last, y = self._tensors(*self.corpus.probe("train"))

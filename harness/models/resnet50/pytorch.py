@@ -8,7 +8,15 @@ import torch.nn.functional as F
 from torch import nn
 
 from harness.frameworks.pytorch import device as device_of
-from harness.models._pytorch import ImageProbes, compiled, data_parallel, mixed_precision
+from harness.models._pytorch import (
+    ImageProbes,
+    compiled,
+    data_parallel,
+    device_batches,
+    mixed_precision,
+    optimizer_options,
+    prefetch_depth,
+)
 from harness.models.resnet50 import (
     PROBE_LR,
     STAGES,
@@ -100,7 +108,9 @@ class Workload(ImageProbes):
         no_decay = [p for n, p in named.items() if not decays(n)]
         self.opt = torch.optim.SGD([{"params": decay, "weight_decay": hp["weight_decay"]},
                                     {"params": no_decay, "weight_decay": 0.0}],
-                                   lr=hp["lr"], momentum=hp["momentum"], dampening=0.0, nesterov=False)
+                                   lr=hp["lr"], momentum=hp["momentum"], dampening=0.0, nesterov=False,
+                                   **optimizer_options(ctx, "SGD"))
+        self.prefetch = prefetch_depth(ctx)
         steps = self.n_train // (self.batch * ctx.world_size)
         self.lrs = lr_schedule(hp["lr"], hp["warmup_epochs"], ctx.cell.spec.epochs, steps)
         self.step_no = 0
@@ -132,14 +142,25 @@ class Workload(ImageProbes):
     def _images(self, x) -> torch.Tensor:
         return torch.from_numpy(x).to(self.dev, memory_format=self.layout)
 
+    def _to_device(self, tensors, non_blocking: bool) -> tuple[torch.Tensor, torch.Tensor]:
+        x, y = tensors
+        return (x.to(self.dev, memory_format=self.layout, non_blocking=non_blocking),
+                y.to(self.dev, non_blocking=non_blocking))
+
+    def train_batches(self):
+        """This epoch's training batches on the device (harness.models._pytorch.device_batches)."""
+        return device_batches(self.ctx, self.dev, epoch_batches(self.data, self.epoch, self.seed, self.batch,
+                                                                self.n_train, self.ctx.rank, self.ctx.world_size),
+                              lambda b: tuple(torch.from_numpy(a) for a in b), self._to_device, self.prefetch)
+
     def train_epoch(self) -> float:
         self.net.train()
         losses = []
-        for x, y in epoch_batches(self.data, self.epoch, self.seed, self.batch, self.n_train,
-                                      self.ctx.rank, self.ctx.world_size):
-            lr = float(self.lrs[min(self.step_no, len(self.lrs) - 1)])
-            losses.append(self._step(self._images(x), torch.from_numpy(y).to(self.dev), lr))
-            self.step_no += 1
+        with self.train_batches() as batches:
+            for x, y in batches:
+                lr = float(self.lrs[min(self.step_no, len(self.lrs) - 1)])
+                losses.append(self._step(x, y, lr))
+                self.step_no += 1
         self.epoch += 1
         return torch.stack(losses).mean().item()  # .item() waits for the device
 
