@@ -55,7 +55,8 @@ def _parser() -> argparse.ArgumentParser:
 
     ls = sub.add_parser("list", help="the cell ids a profile expands to")
     ls.add_argument("--profile", default="quick")
-    ls.add_argument("--platform", choices=PLATFORMS, default="cpu", help="for [[skip]] rules (default: cpu)")
+    ls.add_argument("--platform", choices=PLATFORMS, default="cpu",
+                    help="say which cells this host skips there, and why, as `run` would (default: cpu)")
     ls.add_argument("--only", metavar="GLOB[,GLOB...]")
     ls.add_argument("--repeats", type=int, metavar="N", help="as `run --repeats N`")
     ls.add_argument("--json", action="store_true")
@@ -129,13 +130,14 @@ def _run(args) -> int:
 
 def _list(args) -> int:
     from harness import launch
+    from harness.host import Host
 
     m = _matrix(args)
     cells = m.expand(args.profile, args.only, args.repeats, launch.nodes().count)  # HARNESS_NNODES: a multi-node run's
     if args.one_per_model:
         cells = matrix_mod.one_per_model(cells)
-    rows = [{"cell": c.id, "kind": c.kind, "repeats": c.repeats, "skip": m.skip_reason(c, args.platform, args.profile)}
-            for c in cells]
+    host = Host.probe(m, args.platform, args.profile)  # the runner's verdicts: [[skip]] rules, frameworks, devices
+    rows = [{"cell": c.id, "kind": c.kind, "repeats": c.repeats, "skip": host.verdict(c)} for c in cells]
     if args.json:
         print(json.dumps(rows, indent=1))
     else:

@@ -5,7 +5,8 @@ The expansion is a cartesian product of the profile's axis values, pruned by the
 harness.claims.models.compared_settings; C5's scaling cells, scaled_settings; O1-O3's operator cells) at least its
 `claim_repeats`, so that their ratios have intervals;
 `repeats=` (`harness run --repeats N`) sets every cell's. [[skip]] rules depend on the platform and are applied
-by the runner, which records the cell as `skipped` with the rule's reason instead of running it.
+by harness.host.Host, which the runner asks before every cell: it records the cell as `skipped` with the rule's
+reason instead of running it.
 """
 
 from __future__ import annotations
@@ -42,14 +43,10 @@ class Matrix:
             raise HarnessError(f"unknown profile '{name}' in {self.path}; choose one of: {', '.join(self.profiles)}")
         return profiles[name]
 
-    def skip_reason(self, cell: Cell, platform: str, profile: str | None = None) -> str | None:
-        """The reason a [[skip]] rule gives for this cell on this platform (in this profile), or None."""
-        # A multi-node cell meets the rules with the devices of one node: a host's limits are per host.
-        values = {**cell.axes(), "devices": cell.devices_per_node, "platform": platform, "profile": profile}
-        for rule in self.data.get("skip", []):
-            if _matches(rule, values):
-                return rule["why"]
-        return None
+    def skip_rule(self, values: dict[str, Any]) -> str | None:
+        """The `why` of the first [[skip]] rule that matches these values (a cell's axes, a platform and a profile),
+        or None. Which values a cell meets the rules with is harness.host.Host's to say."""
+        return next((rule["why"] for rule in self.data.get("skip", []) if _matches(rule, values)), None)
 
     def expand(self, profile_name: str, only: str | None = None, repeats: int | None = None,
                nodes: int = 1) -> list[Cell]:

@@ -4,8 +4,8 @@
   timeout or Ctrl-C can end it and everything it started.
 - A cell that crashes, is killed or runs out of time is recorded (status, exit code or signal,
   the tail of its log, and whatever its event log had measured) and the run goes on.
-- `--resume` keeps cells already `ok`, and `skipped` ones whose reason still holds (say, a framework
-  this Python lacks: `platforms.missing_framework`), and runs the rest; an earlier result is moved
+- `--resume` keeps cells already `ok`, and `skipped` ones whose reason still holds (harness.host.Host.verdict:
+  say, a framework this Python lacks), and runs the rest; an earlier result is moved
   aside, never overwritten. Without --resume a folder that already holds results is refused.
 - Ctrl-C (or SIGTERM) ends the running child, keeps everything finished, and says how to resume.
 - A full disk, a read-only run folder or a data folder gone mid-run stops the run with one line (harness.faults);
@@ -44,6 +44,7 @@ from harness import matrix as matrix_mod
 from harness.cell import Cell
 from harness.errors import HarnessError
 from harness.frameworks import backend as load_backend
+from harness.host import Host
 from harness.matrix import Matrix
 from harness.progress import EpochLines, RunProgress
 from harness.spec import ModelSpec
@@ -92,7 +93,7 @@ def run(matrix: Matrix, profile: str, platform: str, out: Path, *, only: str | N
         # Every node must run the same cells in the same order; only node 0 sees the verdicts, so no extra rounds.
         cap = max(c.repeats for c in cells)
     check_out(out)
-    n_devices = platforms.require(platform)
+    host = Host.probe(matrix, platform, profile, devices=platforms.require(platform))  # what runs here, and why not
     if any(c.kind == "operator" for c in cells):
         operators.cpu_cores(platform, "operator")  # a bad HARNESS_OPERATOR_CORES refuses the run before it starts
     store = RunStore(out)
@@ -106,7 +107,7 @@ def run(matrix: Matrix, profile: str, platform: str, out: Path, *, only: str | N
 
     todo = matrix_mod.schedule(cells)
     for fw in sorted({c.framework for c in cells}):
-        why = platforms.missing_framework(fw, platform)
+        why = host.missing.get(fw)
         if why:
             log(f"{why}: its {sum(c.framework == fw for c in cells)} cells are recorded as skipped")
     if node.count > 1:
@@ -128,8 +129,7 @@ def run(matrix: Matrix, profile: str, platform: str, out: Path, *, only: str | N
 
     def one(cell: Cell, repeat: int, head: str) -> None:
         prev = store.read_result(cell.id, repeat)
-        reason = (matrix.skip_reason(cell, platform, profile) or platforms.missing_framework(cell.framework, platform)
-                  or _too_few_devices(cell, n_devices, platform))
+        reason = host.verdict(cell)
         if prev is not None and prev.get("status") in KEEP_ON_RESUME and (
                 prev["status"] == "ok" or prev.get("reason") == reason):
             log(f"{head}: kept ({prev['status']}) from an earlier invocation; {progress.finished()}")
@@ -335,13 +335,6 @@ def _require_data(cell: Cell, folders: dict[str, str]) -> None:
     dataset = cell.dataset
     if dataset in folders:
         faults.require_data(dataset, folders[dataset])
-
-
-def _too_few_devices(cell: Cell, n_devices: int, platform: str) -> str | None:
-    """A cell that needs more devices on this host than it shows (a multi-node cell: its devices per node)."""
-    if platform != "cpu" and cell.devices_per_node > n_devices:
-        return f"needs {cell.devices_per_node} devices on each host, the host shows {n_devices}"
-    return None
 
 
 def _base(cell: Cell, repeat: int, platform: str, synthetic: bool) -> dict[str, Any]:

@@ -87,8 +87,8 @@ def test_operator_sweep_is_a_product_of_its_lists(tmp_path):
 def test_skip_rules_depend_on_the_platform(tmp_path):
     m = _matrix(tmp_path, BASE)
     cell = next(c for c in m.expand("p") if c.devices == 8)
-    assert m.skip_reason(cell, "cpu") == "too many processes for a CPU"
-    assert m.skip_reason(cell, "cuda") is None
+    assert m.skip_rule({**cell.axes(), "platform": "cpu", "profile": "p"}) == "too many processes for a CPU"
+    assert m.skip_rule({**cell.axes(), "platform": "cuda", "profile": "p"}) is None
 
 
 def test_only_glob_filters_and_empty_match_is_an_error(tmp_path):

@@ -236,11 +236,11 @@ def _cmdline_has(proc: Path, needle: bytes) -> bool:
 
 
 def test_a_multi_node_cell_needs_its_devices_per_node_on_each_host():
-    from harness import runner
+    from harness.host import Host
 
     cell = next(c for c in load().expand("quick", nodes=2) if c.id.endswith("pytorch/eager/amp-off/2x2dev"))
-    assert runner._too_few_devices(cell, 2, "cuda") is None        # 4 devices over 2 hosts of 2
-    assert runner._too_few_devices(cell, 1, "cuda") == "needs 2 devices on each host, the host shows 1"
+    assert Host("cuda", "quick", 2, {}, load()).verdict(cell) is None        # 4 devices over 2 hosts of 2
+    assert Host("cuda", "quick", 1, {}, load()).verdict(cell) == "needs 2 devices on each host, the host shows 1"
 
 
 def test_multi_node_cells_are_the_profiles_data_parallel_settings_at_each_count_per_node():
