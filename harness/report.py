@@ -5,8 +5,10 @@
     report/tables/*.tex       booktabs fragments (table1, time_to_target, operators, claims) to \\input
     report/figures/*.pdf      Figures 3, 4, 5 and energy per sample, per host (matplotlib)
 
-Several run folders merge: each host (platform, and host name when two runs share a platform) becomes its own
-column group in Table I, its own figures and its own claim verdicts.
+Several run folders merge (merge()): each host and experiment (its platform; beside it the host name where two runs
+share a platform, the profile where the runs hold more than one, the matrix file where one profile ran two) becomes its
+own column group in Table I, its own figures and its own claim verdicts. Only results of one experiment that ran the
+same settings merge as repeats of a cell; two that did not are refused in one line.
 """
 
 from __future__ import annotations
@@ -65,15 +67,105 @@ def fmt(value: Any, digits: int = 1) -> str:
     return str(value)
 
 
+def _experiment(meta: dict[str, Any]) -> tuple[str, str | None, str | None]:
+    """What makes two run folders one experiment: the platform, the profile and the matrix file (its hash). The same
+    cell id in two experiments is two measurements (a profile's sizes, batches and epochs are its own: the quick
+    profile's ResNet50 trains 16 images an epoch where a GPU profile's trains thousands), never repeats of one."""
+    return meta.get("platform", "?"), meta.get("profile"), meta.get("matrix_sha256")
+
+
 def _host_labels(runs: list[tuple[Path, dict, dict]]) -> list[str]:
-    """platform, or 'platform (hostname)' where two runs with different hosts share a platform."""
+    """Each run folder's column group: its platform, and in brackets what tells it apart from the report's other
+    folders: the host name where two runs with different hosts share a platform, the profile where the runs hold more
+    than one (beside every platform then, so that no column reads as the same experiment as another), and the matrix
+    file's hash (its first 8 digits) where one platform and profile ran two matrix files. Folders of one label merge."""
     hosts_per_platform: dict[str, set] = {}
+    matrices: dict[tuple, set] = {}
     for _, meta, env in runs:
+        platform, profile, matrix = _experiment(meta)
         # Shards (run --shard K/N) of one profile are one measurement spread over hosts: they merge.
         host = "shards" if meta.get("shard") else env.get("hostname")
-        hosts_per_platform.setdefault(meta.get("platform", "?"), set()).add(host)
-    return [meta.get("platform", "?") if len(hosts_per_platform[meta.get("platform", "?")]) == 1
-            else f"{meta.get('platform', '?')} ({env.get('hostname')})" for _, meta, env in runs]
+        hosts_per_platform.setdefault(platform, set()).add(host)
+        matrices.setdefault((platform, profile), set()).add(matrix)
+    profiles = {_experiment(meta)[1] for _, meta, _ in runs}
+    labels = []
+    for _, meta, env in runs:
+        platform, profile, matrix = _experiment(meta)
+        beside = [f"{env.get('hostname')}"] if len(hosts_per_platform[platform]) > 1 else []
+        beside += [f"{profile}"] if len(profiles) > 1 else []
+        beside += [f"matrix {(matrix or 'not recorded')[:8]}"] if len(matrices[platform, profile]) > 1 else []
+        labels.append(f"{platform} ({', '.join(beside)})" if beside else platform)
+    return labels
+
+
+# What of a repeat's r<k>.spec.json leaves what it measured as it is: how many repeats its run asked for (--repeats,
+# raised on --resume) and its time limit; where the host kept its files is outside the cell, so is never compared.
+_NOT_THE_EXPERIMENT = ("repeats", "timeout_s")
+
+
+def _settings(spec: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The settings a repeat ran: its cell from r<k>.spec.json (less _NOT_THE_EXPERIMENT; the matrix's settings
+    under their own names) and whether its data was synthetic, flat. None where it has no spec file (a cell skipped
+    before it ran, a folder written by hand)."""
+    if not spec or not isinstance(spec.get("cell"), dict):
+        return None
+    flat: dict[str, Any] = {"synthetic": spec.get("synthetic")}
+
+    def walk(prefix: str, value: Any) -> None:
+        if isinstance(value, dict) and value:
+            for k, v in value.items():
+                walk(f"{prefix}{k}.", v)
+        else:
+            flat[prefix[:-1].removeprefix("spec.")] = value
+
+    walk("", {k: v for k, v in spec["cell"].items() if k not in _NOT_THE_EXPERIMENT})
+    return flat
+
+
+def merge(runs: list[Path]) -> tuple[list[dict[str, Any]], list[tuple[str, Path, dict[str, Any]]]]:
+    """The one place that decides what merges. Returns the column groups (hosts: {"label", "runs", "meta", "env"})
+    and every result as (its group's label, its run folder, the result); a group's results are the repeats of its
+    cells (measure.summarise).
+
+    Folders of different experiments (_experiment: platform, profile, matrix) stay apart, each its own labelled group
+    (_host_labels), rather than being refused: a reviewer merging two hosts' runs wants them side by side in one
+    report, and labelled column groups keep each run's numbers, claims and figures its own where a refusal would leave
+    two reports to compare by hand. Folders of one experiment merge: shards, a multi-node run and
+    its one-host run, two runs of one command. Within a group a cell's results merge as repeats only where each ran the
+    same settings (_settings); where two did not (a matrix edited between two invocations of a resumed folder, two
+    harness versions) no label can keep them apart, and the report is refused in one line naming both run folders and
+    the fix."""
+    loaded = []
+    for run in runs:
+        store = RunStore(run)
+        store.require_run()
+        loaded.append((Path(run), store.read_meta(), store.read_env()))
+    hosts: list[dict[str, Any]] = []
+    merged: list[tuple[str, Path, dict[str, Any]]] = []
+    ran: dict[tuple[str, str], tuple[dict[str, Any], Path, int]] = {}  # (label, cell): the first settings seen
+    for (run, meta, env), label in zip(loaded, _host_labels(loaded), strict=True):
+        if label not in [h["label"] for h in hosts]:
+            hosts.append({"label": label, "runs": [str(run)], "meta": meta, "env": env})
+        else:
+            next(h for h in hosts if h["label"] == label)["runs"].append(str(run))
+        store = RunStore(run)
+        for r in store.results():
+            settings = _settings(store.read_spec(r["cell"], r["repeat"]))
+            if settings is not None:
+                first = ran.setdefault((label, r["cell"]), (settings, run, r["repeat"]))
+                if first[0] != settings:
+                    raise _not_repeats(r["cell"], first, (settings, run, r["repeat"]))
+            merged.append((label, run, {**r, "platform": r.get("platform", meta.get("platform"))}))
+    return hosts, merged
+
+
+def _not_repeats(cell: str, a: tuple[dict[str, Any], Path, int], b: tuple[dict[str, Any], Path, int]) -> HarnessError:
+    differ = sorted(k for k in a[0].keys() | b[0].keys() if a[0].get(k) != b[0].get(k))
+    what = ", ".join(f"{k} {a[0].get(k)} vs {b[0].get(k)}" for k in differ[:3]) + (", ..." if differ[3:] else "")
+    fix = (f"report each folder on its own (`python -m harness report {a[1]}`, then {b[1]} alike)" if a[1] != b[1] else
+           f"re-run the cell into a new --out (`python -m harness run ... --only {cell}`)")
+    return HarnessError(f"{cell} ran different settings in {a[1]} (r{a[2]}) and {b[1]} (r{b[2]}): {what}; they are "
+                        f"not repeats of one cell: {fix}")
 
 
 def _row(host: str, s: measure.Repeats) -> dict[str, Any]:
@@ -115,26 +207,14 @@ def _row(host: str, s: measure.Repeats) -> dict[str, Any]:
 
 def collect(runs: list[Path]) -> dict[str, Any]:
     """Results of every run folder, grouped per (host, cell) with the median and range over repeats."""
-    loaded = []
-    for run in runs:
-        store = RunStore(run)
-        store.require_run()
-        loaded.append((Path(run), store.read_meta(), store.read_env()))
-    labels = _host_labels(loaded)
-    hosts, problems, results, served = [], [], {}, {}
-    for (run, meta, env), label in zip(loaded, labels, strict=True):
-        if label not in [h["label"] for h in hosts]:
-            hosts.append({"label": label, "runs": [str(run)], "meta": meta, "env": env})
-        else:
-            next(h for h in hosts if h["label"] == label)["runs"].append(str(run))
-        for r in RunStore(run).results():
-            platform = r.get("platform", meta.get("platform"))
-            r = {**r, "platform": platform}
-            if r.get("status") == "served":   # a worker node's share of a multi-node cell: node 0 holds the result
-                served.setdefault(str(run), set()).add(r.get("node_rank"))
-            elif r.get("status") != "ok":
-                problems.append({**r, "host": label})
-            results.setdefault(label, []).append(r)
+    hosts, merged = merge(runs)
+    problems, results, served = [], {}, {}
+    for label, run, r in merged:
+        if r.get("status") == "served":   # a worker node's share of a multi-node cell: node 0 holds the result
+            served.setdefault(str(run), set()).add(r.get("node_rank"))
+        elif r.get("status") != "ok":
+            problems.append({**r, "host": label})
+        results.setdefault(label, []).append(r)
     index = {h["label"]: measure.summarise(results.get(h["label"], [])) for h in hosts}
     rows = _efficiency_from_one_device([_row(host, index[host][c]) for host in index for c in sorted(index[host])])
     profiles = sorted({h["meta"].get("profile") for h in hosts if h["meta"].get("profile")})

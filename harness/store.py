@@ -149,6 +149,15 @@ class RunStore:
             return {"cell": cell_id, "repeat": repeat, "status": "failed", "corrupt": True,
                     "reason": f"corrupt result file {path} ({e}); re-run the cell with --resume"}
 
+    def read_spec(self, cell_id: str, repeat: int) -> dict[str, Any] | None:
+        """What the child of this (cell, repeat) was asked to do (r<k>.spec.json), None where it has none (a cell
+        skipped before it ran) or it cannot be read."""
+        try:
+            spec = json.loads(self.path(cell_id, repeat, ".spec.json").read_text())
+        except (OSError, ValueError):
+            return None
+        return spec if isinstance(spec, dict) else None
+
     def retire(self, cell_id: str, repeat: int) -> Path | None:
         """Move an earlier result of this cell (with its log and events) aside; return its new name."""
         path = self.path(cell_id, repeat)
