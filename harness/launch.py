@@ -243,12 +243,51 @@ def peer_lost(text: str) -> bool:
     return any(m in text for m in PEER_LOST)
 
 
+# What a framework prints after its error to say where to look next, never what went wrong: PyTorch's CUDA advice,
+# and MindSpore's and CANN's pointers and section rules. A C++ call stack header ends what the log says of the error:
+# below it come the framework's own frames.
+ADVICE = re.compile("|".join((
+    r"CUDA kernel errors might be asynchronously reported",
+    r"For debugging consider passing CUDA_LAUNCH_BLOCKING",
+    r"Compile with `TORCH_USE_CUDA_DSA`",
+    r"Search for `cuda\w*' in https?://",
+    r"For more details,? please refer to",
+    r"\(Please search \"CANN Common Error Analysis\"",
+    r"-{3,}$",
+    r"- [A-Z][^:]*:( \(.*\))?$",   # MindSpore's section headers: '- Ascend Error Message:'
+)))
+CALL_STACK = re.compile(r"- C\+\+ Call Stack:")
+# A CUDA kernel's failed assertion, one line per failing thread, printed before the error that reports it
+# ('CUDA error: device-side assert triggered'): 'File.cu:16: kernel: block: [35,0,0], thread: [87,0,0] Assertion
+# `...` failed.'
+ASSERTION = re.compile(r"^(?:\S+:\d+: )?(?P<kernel>.+?): block: \[[^\]]*\], thread: \[[^\]]*\] "
+                       r"(?P<what>Assertion .+ failed\.?)$")
+
+
+def _names_error(line: str) -> bool:
+    """'SomethingError: ...', its module's name before it or not ('torch.AcceleratorError: CUDA error: ...')."""
+    head = line.split(":", 1)[0]
+    return (all(part.isidentifier() for part in head.split("."))
+            and (head.endswith(("Error", "Exception")) or head in ("KeyboardInterrupt",)))
+
+
+def _with_assertion(error: str, lines: list[str]) -> str:
+    """The error and, where a CUDA kernel's assertion failed, that assertion (the kernel's own words: the error line
+    only says that one was triggered). After a failed device assertion the process's CUDA context is lost, so
+    whatever error follows it is its consequence."""
+    found = next((m for m in map(ASSERTION.match, reversed(lines)) if m), None)
+    if not found or ASSERTION.match(error):
+        return error
+    return f"{error}; {found['kernel']}: {found['what']}"[:600]
+
+
 def own_error(path: Path) -> str | None:
-    """The log's last line that names an error ('SomethingError: ...'), or None where it has none."""
-    for line in reversed(_lines(path)):
-        head = line.split(":", 1)[0]
-        if head.isidentifier() and (head.endswith(("Error", "Exception")) or head in ("KeyboardInterrupt",)):
-            return line[:300]
+    """The error the log ends in: its last line that names an error (_names_error), with a CUDA kernel's failed
+    assertion where there is one (_with_assertion); None where no line names an error."""
+    lines = _lines(path)
+    for line in reversed(lines):
+        if _names_error(line):
+            return _with_assertion(line[:300], lines)
     return None
 
 
@@ -257,9 +296,15 @@ def _lines(path: Path) -> list[str]:
 
 
 def last_error(path: Path) -> str:
-    """The line of the log that names the error (own_error), else its last line."""
+    """The error itself: the line of the log that names it (own_error); else its last line above a C++ call stack
+    that is not a framework's advice (ADVICE: a CUDA error's trailing 'Compile with `TORCH_USE_CUDA_DSA`...', a
+    MindSpore error's 'For more details, please refer to...'); else its last line."""
     err = own_error(path)
     if err:
         return err
     lines = _lines(path)
+    above = lines[:next((i for i, ln in enumerate(lines) if CALL_STACK.match(ln)), len(lines))]
+    said = [ln for ln in above if not ADVICE.match(ln)]
+    if said:
+        return _with_assertion(said[-1][:300], lines)
     return lines[-1][:300] if lines else "no output"
