@@ -104,10 +104,17 @@ def all_gather_object(ctx, obj: Any) -> list[Any]:
     return out
 
 
-def profile_ops(ctx, run, folder: str) -> dict[str, tuple[float, int]]:
+def profile_ops(ctx, run, folder: str, window: dict[str, Any] | None = None) -> dict[str, tuple[float, int]]:
     """run() under torch.profiler: op name -> (self time in seconds, calls). On CPU the ops' self CPU time; on a device
     (CUDA through CUPTI, Ascend through torch_npu's profiler) the self device time of their kernels. The op table
-    goes to folder/ops.txt (its top rows, bounded)."""
+    goes to folder/ops.txt (its top rows, bounded).
+
+    `window` (on a device, harness.profiling.profiled_epoch): record only `active` steps after `warmup` unrecorded
+    ones, a step being one optimizer step (torch.optim's global step hook drives the profiler's schedule), so that
+    the profiler and its parsing cost a few seconds, not an epoch's worth; with `count_flops`, the first step runs
+    under torch.utils.flop_counter.FlopCounterMode, unrecorded. Filled in: steps, window_s (the recorded steps' wall
+    time, the device synchronised at both ends), kernels ((name, start s, end s) of the device's kernels and copies),
+    flops_per_step. No shapes, stacks or memory are recorded: they cost host time per op."""
     import torch
 
     if ctx.platform == "ascend":
@@ -118,17 +125,26 @@ def profile_ops(ctx, run, folder: str) -> dict[str, tuple[float, int]]:
     else:
         prof_mod = torch.profiler
         acts = [prof_mod.ProfilerActivity.CPU] + ([prof_mod.ProfilerActivity.CUDA] if ctx.platform == "cuda" else [])
-    with prof_mod.profile(activities=acts) as prof:
-        run()
-        synchronize(ctx)
+    if window is None:
+        with prof_mod.profile(activities=acts) as prof:
+            run()
+            synchronize(ctx)
+    else:
+        _windowed(ctx, run, prof_mod, acts, window)
+        prof = window.pop("_prof")
     from torch.autograd import DeviceType
 
     from harness import profiling
 
     ops: dict[str, tuple[float, int]] = {}
+    kernels: list[tuple[str, float, float]] = []
     for e in prof.events():
         if e.device_type != DeviceType.CPU:
-            continue   # a kernel's own event: its time is already its op's self device time
+            # a kernel's own event: its time is already its op's self device time; its interval is the timeline's
+            kernels.append((e.name, e.time_range.start / 1e6, e.time_range.end / 1e6))
+            continue
+        if profiling.host_call(e.name):
+            continue   # the runtime's API and the profiler's own records: host work, the overhead's
         # An op called by another that has a category of its own (aten::dropout calls aten::bernoulli_, div_, mul)
         # counts there: its time goes to the outermost such caller.
         outer, parent = None, e.cpu_parent
@@ -142,10 +158,62 @@ def profile_ops(ctx, run, folder: str) -> dict[str, tuple[float, int]]:
         us = e.self_device_time_total if ctx.platform != "cpu" else e.self_cpu_time_total
         t, n = ops.get(key, (0.0, 0))
         ops[key] = (t + us / 1e6, n + (key == e.name))
+    if window is not None:
+        window["kernels"] = kernels
+        window["source"] = "torch_npu.profiler" if ctx.platform == "ascend" else "torch.profiler"
     os.makedirs(folder, exist_ok=True)
     with open(os.path.join(folder, "ops.txt"), "w") as f:
         f.write(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=40, max_name_column_width=60))
     return ops
+
+
+def _windowed(ctx, run, prof_mod, acts, window: dict[str, Any]) -> None:
+    """run() with the profiler recording `window["active"]` optimizer steps after `warmup` (and the FLOP-counting
+    step) unrecorded; the profiler object goes to window["_prof"]."""
+    import time
+
+    from torch.optim.optimizer import register_optimizer_step_post_hook
+    from torch.utils.flop_counter import FlopCounterMode
+
+    counting = bool(window.get("count_flops"))
+    wait, warmup, active = int(counting), window["warmup"], window["active"]
+    counter = FlopCounterMode(display=False) if counting else None
+    state = {"step": 0, "t0": None, "t1": None}
+
+    def stop_counting() -> None:
+        nonlocal counter
+        if counter is not None:
+            counter.__exit__(None, None, None)
+            window["flops_per_step"] = counter.get_total_flops() or None
+            counter = None
+
+    with prof_mod.profile(activities=acts, schedule=prof_mod.schedule(wait=wait, warmup=warmup, active=active,
+                                                                        repeat=1)) as prof:
+        def hook(optimizer, args, kwargs) -> None:
+            i = state["step"]
+            if i == 0:
+                stop_counting()
+            if i == wait + warmup - 1:   # the window opens after this step: the device drained first
+                synchronize(ctx)
+                state["t0"] = time.perf_counter()
+            elif i == wait + warmup + active - 1:
+                synchronize(ctx)
+                state["t1"] = time.perf_counter()
+            state["step"] = i + 1
+            prof.step()
+
+        handle = register_optimizer_step_post_hook(hook)
+        if counter is not None:
+            counter.__enter__()
+        try:
+            run()
+            synchronize(ctx)
+        finally:
+            handle.remove()
+            stop_counting()
+    if state["t0"] is not None and state["t1"] is not None:
+        window["steps"], window["window_s"] = active, state["t1"] - state["t0"]
+    window["_prof"] = prof
 
 
 def device(ctx):

@@ -5,6 +5,9 @@ categories for both frameworks (declared once here, each framework's op names ma
     summarise(framework, ops, steps, step_wall_s, profiled_step_s)
                                       -> time per step and share per category, the top ops, and the host and
                                          framework overhead (step wall time minus the sum of op self times)
+    kernel_category(name)             -> a device kernel's category (cuDNN, cuBLAS, PyTorch's and Triton's kernels,
+                                         CANN's op types), for the device timeline (harness.profiling.device)
+    host_call(name)                   -> whether a profiler event is the runtime's or the profiler's own, not an op
 """
 
 from __future__ import annotations
@@ -42,8 +45,23 @@ def _rules() -> dict[tuple[str, str], list[tuple[re.Pattern, str]]]:
 
 
 def scope(framework: str, name: str) -> str | None:
-    """The category of an op that calls others (its whole time goes there), or None where `name` is not one."""
-    return next((c for pattern, c in _rules().get((framework, "scopes"), []) if pattern.fullmatch(name)), None)
+    """The category of an op that calls others (its whole time goes there), or None where `name` is not one. The
+    accelerator's own op names (cuDNN's, torch_npu's, CANN's) count as scopes: a cuDNN batch norm's backward holds
+    the kernels it launches."""
+    rules = _rules()
+    return next((c for section in ("scopes", "accelerator") for pattern, c in rules.get((framework, section), [])
+                 if pattern.fullmatch(name)), None)
+
+
+def host_call(name: str) -> bool:
+    """An event of the CUDA or Ascend runtime's API (cudaLaunchKernel, aclrtMemcpy) or of the profiler itself: host
+    work whose time is the overhead's, not an op."""
+    return any(pattern.fullmatch(name) for pattern, _ in _rules().get(("host", "calls"), []))
+
+
+def kernel_category(name: str) -> str:
+    """A device kernel's (or copy's) category, from its name ("other" where no rule matches)."""
+    return next((c for pattern, c in _rules().get(("device", "kernels"), []) if pattern.fullmatch(name)), "other")
 
 
 def categorise(framework: str, op: str, strict: bool = False) -> str | None:
@@ -55,7 +73,7 @@ def categorise(framework: str, op: str, strict: bool = False) -> str | None:
 
 
 def summarise(framework: str, ops: dict[str, tuple[float, int]], steps: int, step_wall_s: float,
-              profiled_step_s: float | None = None) -> dict[str, Any]:
+              profiled_step_s: float | None = None, device: dict[str, Any] | None = None) -> dict[str, Any]:
     """`ops`: op name -> (self time over the profiled steps in seconds, calls). `step_wall_s`: the measured step's wall
     time; `profiled_step_s`: the profiled step's (the same where not given).
 
@@ -64,7 +82,10 @@ def summarise(framework: str, ops: dict[str, tuple[float, int]], steps: int, ste
     and framework overhead is the share the ops do not account for, and a category's time per step is its share of the
     measured step. The categories and the overhead then add up to the step that C1 and C4 compare. Where the self
     times add up past the profiled wall time (ops timed on several threads at once), the shares are of their sum and
-    the overhead is nil. `self_s`: the profiler's own self times per step, unscaled."""
+    the overhead is nil. `self_s`: the profiler's own self times per step, unscaled. `device`: the device timeline's
+    block (harness.profiling.device.timeline; None on a CPU), with its busy and waiting time scaled to the measured
+    step as the categories are."""
+    ops = {op: v for op, v in ops.items() if not host_call(op)}
     self_s = dict.fromkeys(CATEGORIES, 0.0)
     for op, (seconds, _) in ops.items():
         self_s[categorise(framework, op)] += seconds / steps
@@ -81,7 +102,20 @@ def summarise(framework: str, ops: dict[str, tuple[float, int]], steps: int, ste
             "top_ops": [{"op": op, "category": categorise(framework, op), "self_s_per_step": s / steps,
                          "calls_per_step": n / steps} for op, (s, n) in top],
             # every op, for the category coverage check (tools/profile_ops.py): name -> [s per step, category]
-            "ops": {op: [s / steps, categorise(framework, op)] for op, (s, _) in ops.items()}}
+            "ops": {op: [s / steps, categorise(framework, op)] for op, (s, _) in ops.items()},
+            "device": _device_times(device, step_wall_s)}
+
+
+def _device_times(device: dict[str, Any] | None, step_wall_s: float) -> dict[str, Any] | None:
+    """The device block with the measured step's busy and waiting time. The device's busy time is its kernels' own
+    duration, which the profiler's host-side cost does not stretch (the profiled step grows, the kernels do not), so
+    it is taken as it is against the measured step (at most the whole step); the rest of the step the device
+    waited."""
+    if not device:
+        return None
+    busy = min(device["busy_s"], step_wall_s)
+    return {**device, "measured_busy_s": busy, "measured_wait_s": step_wall_s - busy,
+            "measured_busy_share": busy / step_wall_s if step_wall_s > 0 else None}
 
 
 def enabled() -> bool:
@@ -92,37 +126,66 @@ AFTER = "_profiled_pass"   # the scenario's deferred profiled pass, which the ch
 RAW_LIMIT_BYTES = 2_000_000   # the profiler's own files kept per cell; beyond it the largest go
 
 
-# The profiled pass trains epochs until their wall time reaches PROFILED_MIN_S, or PROFILED_MAX_EPOCHS: GCN's epoch is
-# one step, and MindSpore's CPU dropout on its input takes about 10.5 ms when both of a 2-core host's threads run it and
-# about 20 ms when one does; ten calls of such an op give a mean that moves by a tenth from one run to the next.
+# On a CPU the profiled pass trains epochs until their wall time reaches PROFILED_MIN_S, or PROFILED_MAX_EPOCHS: GCN's
+# epoch is one step, and MindSpore's CPU dropout on its input takes about 10.5 ms when both of a 2-core host's threads
+# run it and about 20 ms when one does; ten calls of such an op give a mean that moves by a tenth from one run to the
+# next.
 PROFILED_MIN_S = 1.0
 PROFILED_MAX_EPOCHS = 50
+# On an accelerator a profiler that records every step of an epoch costs far more than the steps: under CUPTI the
+# H200's profiled epochs ran 61-80% slower, and reading back tens of thousands of kernel records took seconds a cell.
+# There the pass records a window of DEVICE_STEPS steps after DEVICE_WARMUP unrecorded ones (a step whose FLOPs are
+# counted comes first, unrecorded too); the rest of the epoch runs with the profiler idle.
+DEVICE_WARMUP = 1
+DEVICE_STEPS = 15
 
 
 def profiled_epoch(ctx, backend, workload, measured_epoch_s: float | None) -> dict[str, Any]:
-    """More training epochs under the framework's profiler, after the measured ones: they count toward no throughput
-    and no time to target. One epoch, or as many as reach PROFILED_MIN_S of wall time (at most PROFILED_MAX_EPOCHS), so
-    that a short step's ops are read over several steps. The wall time is read inside the profiled block (the
-    profiler's start, stop and parsing are outside it); `profiler_cost` is the profiled epochs' mean over the mean
-    measured epoch, less 1."""
+    """More training under the framework's profiler, after the measured epochs: it counts toward no throughput and no
+    time to target. On a CPU, one epoch or as many as reach PROFILED_MIN_S of wall time (at most PROFILED_MAX_EPOCHS),
+    so that a short step's ops are read over several steps; their wall time is read inside the profiled block.
+    On an accelerator, epochs until a window of DEVICE_STEPS steps is recorded (the backend marks the steps and times
+    the window between two synchronisations, harness.profiling.device), with the device's busy time beside the ops.
+    `profiler_cost`: the profiled step's wall time over the measured step's, less 1; `pass_s`: the seconds the whole
+    pass took (the profiler's start, the steps, its stop and the parsing)."""
+    from harness.profiling import device as dev
+
     walls: list[float] = []
+    batch = ctx.hparams.get("batch")
+    per_epoch = max(1, math.ceil(workload.samples_per_epoch / batch)) if batch else 1   # full-batch models: one step
+    on_device = ctx.platform != "cpu"
+    window: dict[str, Any] | None = None
+    if on_device:
+        window = {"warmup": DEVICE_WARMUP, "active": DEVICE_STEPS, "count_flops": True,
+                  "samples_per_step": batch or workload.samples_per_epoch}
+    need = (2 + DEVICE_WARMUP + DEVICE_STEPS) if on_device else 0   # the FLOP-counting step, the warm-up, the window
 
     def run() -> None:
-        while not walls or (sum(walls) < PROFILED_MIN_S and len(walls) < PROFILED_MAX_EPOCHS):
+        while not walls or len(walls) < PROFILED_MAX_EPOCHS and (
+                per_epoch * len(walls) < need if on_device else sum(walls) < PROFILED_MIN_S):
             t = time.perf_counter()
             workload.train_epoch()
             backend.synchronize(ctx)
             walls.append(time.perf_counter() - t)
 
-    ops = backend.profile_ops(ctx, run, ctx.profile_dir)
-    batch = ctx.hparams.get("batch")
-    per_epoch = max(1, math.ceil(workload.samples_per_epoch / batch)) if batch else 1   # full-batch models: one step
-    steps = per_epoch * len(walls)
+    t0 = time.perf_counter()
+    ops = backend.profile_ops(ctx, run, ctx.profile_dir, **({"window": window} if window is not None else {}))
     epoch_s = sum(walls) / len(walls)
-    # Shares from the profiled epochs, times from the measured ones (summarise says why).
-    out = summarise(ctx.cell.framework, ops, steps, (measured_epoch_s or epoch_s) / per_epoch, epoch_s / per_epoch)
+    steps, profiled_step = per_epoch * len(walls), epoch_s / per_epoch
+    timeline = None
+    if window is not None:
+        if window.get("steps"):   # the backend recorded a window of steps (PyTorch)
+            steps, profiled_step = window["steps"], window["window_s"] / window["steps"]
+        timeline = dev.timeline(window.get("kernels") or [], steps, window.get("window_s") or sum(walls),
+                                window.get("source", ctx.cell.framework), window.get("verified", True))
+    measured_step = (measured_epoch_s / per_epoch) if measured_epoch_s else profiled_step
+    # Shares from the profiled steps, times from the measured ones (summarise says why).
+    out = summarise(ctx.cell.framework, ops, steps, measured_step, profiled_step, timeline)
     out["profiled_epochs"] = len(walls)
-    out["profiler_cost"] = epoch_s / measured_epoch_s - 1 if measured_epoch_s else None
+    out["profiler_cost"] = profiled_step / measured_step - 1 if measured_epoch_s else None
+    out["pass_s"] = time.perf_counter() - t0
+    if window is not None and window.get("flops_per_step"):
+        out["flops_per_sample"] = window["flops_per_step"] / window["samples_per_step"]
     out["raw"] = _bound(ctx.profile_dir)
     return out
 

@@ -6,28 +6,15 @@ from __future__ import annotations
 
 import importlib
 import os
-import subprocess
 from typing import Any
 
 from harness import operators
+from harness.profiling import peaks
 from harness.eventlog import END, RUN_START, RUN_STOP, START, SUCCESS
 
-# Dense peak FLOP/s of known accelerators (vendor datasheets), by name fragment and dtype.
-PEAKS = {("V100", "fp32"): 15.7e12, ("V100", "fp16"): 125e12, ("A100", "fp32"): 19.5e12,
-         ("A100", "fp16"): 312e12, ("A100", "bf16"): 312e12, ("H100", "fp32"): 67e12, ("H100", "fp16"): 989e12,
-         ("H100", "bf16"): 989e12, ("Ascend910", "fp16"): 256e12}
-
-
-def _device_name(platform: str) -> str | None:
-    cmd = {"cuda": ["nvidia-smi", "--query-gpu=name", "--format=csv,noheader", "-i", "0"],
-           "ascend": ["npu-smi", "info"]}.get(platform)
-    if not cmd:
-        return None
-    try:
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=30).stdout
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return "Ascend910" if platform == "ascend" and "910" in out else (out.strip().splitlines() or [None])[0]
+# Dense peak FLOP/s per device and precision, and the device's name: one table for the operator and model cells.
+PEAKS = peaks.PEAKS
+_device_name = peaks.device_name
 
 
 def run(ctx, backend, events) -> dict[str, Any]:
@@ -45,7 +32,7 @@ def run(ctx, backend, events) -> dict[str, Any]:
     batch = shape["batch"]
     flop = operators.flops(cell.op, shape, direction)
     name = _device_name(ctx.platform)
-    peak = next((v for (frag, dt), v in PEAKS.items() if name and frag in name and dt == dtype), None)
+    peak = peaks.peak(name, dtype)
     fps = flop / timing["median_s"]
     return {"op": cell.op, "params": operators.params(cell.op, shape), "shape": shape, "dtype": dtype,
             "direction": direction, "median_s": timing["median_s"], "iqr_s": timing["iqr_s"],
