@@ -66,6 +66,19 @@ def _parser() -> argparse.ArgumentParser:
 
     sub.add_parser("env", help="this host's environment as JSON")
 
+    es = sub.add_parser("estimate", help="a profile's estimated time on a booked host, from a committed run's step "
+                                         "times (harness.stepmodel)")
+    es.add_argument("--profile", default="accelerator")
+    es.add_argument("--platform", choices=PLATFORMS, default="cuda")
+    es.add_argument("--device", help="the device's name (e.g. 'Tesla V100-SXM2-32GB', Ascend910; default: the "
+                                     "reference run's); or one of: " + ", ".join(sorted(_bookings())))
+    es.add_argument("--devices", type=int, default=1, help="devices on the host (default 1)")
+    es.add_argument("--reference", type=Path, help="the run folder the step times come from (default: "
+                                                   "docs/runs/<platform>-<profile>, else docs/runs/cuda-<profile>)")
+    es.add_argument("--synthetic", nargs="?", const="all", metavar="DATASETS",
+                    help="the datasets the run would generate (default: none)")
+    es.add_argument("--matrix", type=Path)
+
     mo = sub.add_parser("models", help="parameter and layer counts per model and framework")
     mo.add_argument("--json", action="store_true")
     mo.add_argument("--matrix", type=Path)
@@ -126,6 +139,33 @@ def _run(args) -> int:
         if faults.storage(e, args.out):  # a full disk, a read-only or vanished run folder: one line, then --resume
             raise faults.run_folder(e, args.out) from None
         raise
+
+
+def _bookings() -> dict:
+    from harness.estimate import BOOKINGS
+
+    return BOOKINGS
+
+
+def _estimate(args) -> int:
+    from harness import estimate
+
+    m = _matrix(args)
+    m.profile(args.profile)
+    device, devices, platform = args.device, args.devices, args.platform
+    if device in _bookings():
+        platform, device, devices = _bookings()[device]
+    run = args.reference or estimate.reference(platform, args.profile) or estimate.reference("cuda", args.profile)
+    if run is None or not (Path(run) / "run.json").is_file():
+        raise HarnessError(f"no reference run of the {args.profile} profile to estimate from (docs/runs/"
+                           f"{platform}-{args.profile}); pass one with --reference DIR")
+    if devices < 1:
+        raise HarnessError(f"--devices {devices}: a host has at least 1 device")
+    fake = {estimate.stepmodel.ALL} if args.synthetic == "all" else set(
+        filter(None, (args.synthetic or "").split(",")))
+    proj = estimate.project(m, args.profile, platform, run=Path(run), device=device, devices=devices, synthetic=fake)
+    print("\n".join(estimate.projection_lines(proj, Path(run))))
+    return 0
 
 
 def _list(args) -> int:
@@ -239,4 +279,4 @@ def _docs(args) -> int:
 
 
 COMMANDS = {"run": _run, "list": _list, "env": _env, "models": _models, "results": _results, "report": _report,
-            "preflight-step": _preflight_step, "check-logs": _check_logs, "docs": _docs}
+            "preflight-step": _preflight_step, "check-logs": _check_logs, "docs": _docs, "estimate": _estimate}

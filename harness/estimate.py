@@ -1,6 +1,7 @@
 """How long a run will take, said before it starts: from the committed reference run of the same platform and profile
 (docs/runs/<platform>-<profile>, the run folder the docs' numbers are rendered from), each planned (cell, repeat) at
-its cell's median recorded time, plus the extra repeats the reference's undecided comparisons took (harness.
+its cell's median recorded time (a cell the reference did not run, or a host with another device: from the step times
+it measured, harness.stepmodel), plus the extra repeats the reference's undecided comparisons took (harness.
 sequential), plus what the reference spent outside its cells (data checks, process start, the verdicts between
 cells), in proportion. An estimate from recorded times on the reference host, not a measurement of this one.
 
@@ -10,11 +11,11 @@ cells), in proportion. An estimate from recorded times on the reference host, no
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness import measure
+from harness import measure, stepmodel
 from harness.cell import Cell
 from harness.progress import duration
 from harness.store import RunStore
@@ -45,41 +46,139 @@ def per_cell(run: Path) -> dict[str, measure.Sample]:
     return {cid: s.measure("elapsed_s") for cid, s in measure.summarise(RunStore(run).results()).items()}
 
 
-def plan(todo: Sequence[tuple[Cell, int]], run: Path) -> dict[str, float]:
-    """Seconds: `cells` (the planned runs at their reference times), `extra` (the reference's extra repeats of cells
-    in this plan), `outside` (the reference's time outside its cells, in proportion), `unknown` (planned runs the
-    reference lacks), and `runs`/`extra_runs`."""
+def plan(todo: Sequence[tuple[Cell, int]], run: Path, *, here: str | None = None, synthetic: Iterable[str] = (),
+         skip: Callable[[Cell], str | None] = lambda c: None) -> dict[str, Any]:
+    """Seconds: `cells` (the planned runs at their reference times, or from its step times: harness.stepmodel),
+    `extra` (the reference's extra repeats of cells in this plan), `outside` (the reference's time outside its cells,
+    in proportion), `unknown` (planned runs nothing measured predicts), `by_cell` (each cell's seconds a repeat),
+    `how` (each cell's basis), and `runs`/`extra_runs`/`skipped`. `here`: this host's device name, where it differs
+    from the reference's; `synthetic`: the datasets this run generates; `skip(cell)`: why a cell will not run here."""
     store = RunStore(run)
     meta = store.read_meta()
     times = per_cell(run)
-    planned = {}
+    pool = stepmodel.donors(run)
+    ref_fake = _synthetic_of(meta, pool)
+    est = stepmodel.plan(todo, pool, here=here, synthetic=synthetic, ref_synthetic=ref_fake, skip=skip)
+    planned: dict[str, int] = {}
     for cell, _ in todo:
         planned[cell.id] = planned.get(cell.id, 0) + 1
-    cells = sum((times[c].median or 0.0) * k for c, k in planned.items() if c in times)
-    unknown = sum(k for c, k in planned.items() if c not in times)
+    unknown = sum(k for c, k in planned.items() if est.how[c] == "none")
     extra_runs = [c for rnd in meta.get("rounds", []) for c, _ in rnd.get("runs", []) if c in planned]
-    extra = sum(times[c].median or 0.0 for c in extra_runs if c in times)
+    extra = sum(est.per_cell[c] for c in extra_runs)
     recorded = sum(sum(s.values) for s in times.values())
     wall = wall_s(meta) or recorded
-    share = (cells + extra) / recorded if recorded else 0.0
-    return {"cells": cells, "extra": extra, "outside": max(wall - recorded, 0.0) * share, "unknown": unknown,
-            "runs": len(todo), "extra_runs": len(extra_runs)}
+    share = (est.total_s + extra) / recorded if recorded else 0.0
+    return {"cells": est.total_s, "extra": extra, "outside": max(wall - recorded, 0.0) * min(share, 1.0),
+            "unknown": unknown, "runs": len(todo), "extra_runs": len(extra_runs), "skipped": est.skipped,
+            "by_cell": est.per_cell, "how": est.how}
 
 
-def line(todo: Sequence[tuple[Cell, int]], profile: str, platform: str, cap: int, runs: Path = RUNS) -> str:
-    """The one line the runner prints before the first cell."""
+def _synthetic_of(meta: dict[str, Any], pool: dict[str, stepmodel.Donor]) -> set[str]:
+    """The datasets the reference run generated (run.json's `synthetic`: "all", a comma-separated list, or none)."""
+    fake = meta.get("synthetic")
+    if not fake:
+        return set()
+    if fake == "all":
+        return {stepmodel.ALL}
+    return {n.strip() for n in str(fake).split(",") if n.strip()}
+
+
+def reference_device(run: Path) -> str | None:
+    """The device a reference run measured on: its first GPU's name, else its CPU's model."""
+    env = RunStore(run).read_env()
+    gpus = (env.get("frameworks", {}).get("torch", {}) or {}).get("gpus") or []
+    return gpus[0] if gpus else (env.get("cpu", {}) or {}).get("model")
+
+
+def line(todo: Sequence[tuple[Cell, int]], profile: str, platform: str, cap: int, runs: Path = RUNS, *,
+         here: str | None = None, synthetic: Iterable[str] = (),
+         skip: Callable[[Cell], str | None] = lambda c: None) -> str:
+    """The one line the runner prints before the first cell (`here`: this host's device name, where known)."""
     run = reference(platform, profile, runs)
     if run is None:
         return (f"estimate: none ({len(todo)} runs planned; no reference run of the {profile} profile on {platform} "
                 f"is committed in docs/runs)")
-    p = plan(todo, run)
+    ref_dev = reference_device(run)
+    other = here if here and ref_dev and here != ref_dev else None
+    p = plan(todo, run, here=other, synthetic=synthetic, skip=skip)
     total = p["cells"] + p["extra"] + p["outside"]
     env = RunStore(run).read_env()
     shown = run.relative_to(REPO) if run.is_relative_to(REPO) else run
-    host = f"{env.get('cpu', {}).get('model') or 'the reference host'}"
-    cores = env.get("cpu", {}).get("cores")
+    gpu = bool((env.get("frameworks", {}).get("torch", {}) or {}).get("gpus"))
+    host = f"{ref_dev or 'the reference host'}"
+    cores = None if gpu else env.get("cpu", {}).get("cores")
     more = (f" and the {p['extra_runs']} more repeats its comparisons not yet settled took there (up to {cap} a cell)"
             if p["extra_runs"] else "")
+    derived = sum(1 for h in p["how"].values() if h in ("like", "model", "kind"))
+    notes = []
+    if derived:
+        notes.append(f"{derived} cells it did not run from the step times it measured (harness.stepmodel)")
+    if other:
+        notes.append(f"scaled from its {ref_dev} to this host's {other} by their dense peaks")
+    if p["skipped"]:
+        notes.append(f"{p['skipped']} runs skipped here")
+    if p["unknown"]:
+        notes.append(f"{p['unknown']} planned runs nothing measured predicts")
     return (f"estimate: about {duration(total)} for {p['runs']} runs{more}, from the reference run {shown} "
             f"({host}{f', {cores} cores' if cores else ''}; another host differs)"
-            + (f"; {p['unknown']} planned runs are not in it" if p["unknown"] else ""))
+            + "".join(f"; {n}" for n in notes))
+
+
+def per_run(todo: Sequence[tuple[Cell, int]], profile: str, platform: str, runs: Path = RUNS, *,
+            here: str | None = None, synthetic: Iterable[str] = (),
+            skip: Callable[[Cell], str | None] = lambda c: None) -> list[float] | None:
+    """Each planned run's estimated seconds, in run order (RunProgress keeps what is left current with it); None
+    without a reference run."""
+    run = reference(platform, profile, runs)
+    if run is None:
+        return None
+    ref_dev = reference_device(run)
+    other = here if here and ref_dev and here != ref_dev else None
+    by_cell = plan(todo, run, here=other, synthetic=synthetic, skip=skip)["by_cell"]
+    return [by_cell[c.id] for c, _ in todo]
+
+
+# The devices the accelerator profile is sized for, as the reference runs' device names read (harness.stepmodel.peak).
+BOOKINGS = {"V100": ("cuda", "Tesla V100-SXM2-32GB", 1), "H100": ("cuda", "NVIDIA H100 80GB HBM3", 1),
+            "910x8": ("ascend", "Ascend910", 8)}
+
+
+def project(matrix, profile: str, platform: str, *, run: Path, device: str | None, devices: int,
+            synthetic: Iterable[str] = ()) -> dict[str, Any]:
+    """The whole profile's estimated seconds on a host of `devices` devices named `device` (None: the reference's),
+    every framework installed, from the reference run `run` (of any platform: an Ascend host's estimate scales a GPU
+    run): per model (operators together), the total, and the cells' bases."""
+    from harness.host import Host
+    from harness.matrix import schedule
+
+    host = Host(platform, profile, devices, {}, matrix)
+    todo = schedule(matrix.expand(profile))
+    ref_dev = reference_device(run)
+    other = device if device and device != ref_dev else None
+    p = plan(todo, run, here=other, synthetic=synthetic, skip=host.verdict)
+    groups: dict[str, float] = {}
+    for cell, _ in todo:
+        key = cell.model if cell.kind in ("model", "scaling") else cell.kind
+        groups[key or cell.kind] = groups.get(key or cell.kind, 0.0) + p["by_cell"][cell.id]
+    bases: dict[str, int] = {}
+    for h in p["how"].values():
+        bases[h] = bases.get(h, 0) + 1
+    return {"total_s": p["cells"] + p["extra"] + p["outside"], "groups": groups, "bases": bases,
+            "runs": p["runs"], "skipped": p["skipped"], "device": device or ref_dev, "reference_device": ref_dev,
+            "devices": devices}
+
+
+def projection_lines(proj: dict[str, Any], run: Path) -> list[str]:
+    """What `harness estimate` prints: the total, the time per model, and what it rests on."""
+    shown = run.relative_to(REPO) if run.is_relative_to(REPO) else run
+    b = proj["bases"]
+    out = [f"{proj['device']} x {proj['devices']}: about {duration(proj['total_s'])} for {proj['runs']} runs "
+           f"({proj['skipped']} skipped there), from {shown} ({proj['reference_device']})"]
+    for name, s in sorted(proj["groups"].items(), key=lambda kv: -kv[1]):
+        out.append(f"    {name:12} {duration(s)}")
+    out.append(f"    cells: {b.get('measured', 0)} measured there, {b.get('like', 0)} from a cell of the same model and "
+               f"precision, {b.get('model', 0)} from the same model at another precision, {b.get('kind', 0)} from "
+               f"another cell of their kind, {b.get('none', 0)} with nothing to go on"
+               + (f"; scaled by the dense peaks of {proj['reference_device']} and {proj['device']}"
+                  if proj["device"] != proj["reference_device"] else ""))
+    return out

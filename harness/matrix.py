@@ -21,9 +21,9 @@ from typing import Any
 from harness import cellid, companion_matrix, matrix_check
 from harness.cell import Cell
 from harness.claims.models import compared_settings, scaled_settings
-from harness.claims.paper import PAPER_MODELS
+from harness.claims.paper import BASELINE, PAPER_MODELS
 from harness.errors import HarnessError
-from harness.spec import OperatorSpec, model_spec
+from harness.spec import ModelSpec, OperatorSpec, model_spec
 
 DEFAULT_MATRIX = Path(__file__).with_name("matrix.toml")
 
@@ -77,11 +77,13 @@ class Matrix:
                 kind = "model" if dev == 1 else "scaling"
                 cells.append(Cell(id=cellid.model_id(model, fw, mode, amp, dev), kind=kind, model=model,
                                   framework=fw, mode=mode, amp=amp, devices=dev, repeats=base,
-                                  timeout_s=timeout, seed=seed, spec=spec))
+                                  timeout_s=timeout, seed=seed, spec=for_setting(spec, fw, mode, amp, dev)))
         for op in prof.get("operators", []):
             cells.extend(self._operator_cells(op, profile_name, prof, timeout, seed, base))
         cells.extend(companion_matrix.expand(self, profile_name, prof, timeout, seed, base))  # inference, passes
         cells = [replace(c, repeats=_repeats(c, prof, repeats)) for c in cells]
+        if prof.get("order") == "claims-first":
+            cells = claims_first(cells, prof)
         return self._select(cells, only, profile_name)
 
     def _multi_node(self, profile_name: str, repeats: int | None, nodes: int) -> list[Cell]:
@@ -156,11 +158,38 @@ def _repeats(cell: Cell, prof: dict[str, Any], override: int | None) -> int:
         if override < 1:
             raise HarnessError(f"--repeats {override}: a cell needs at least 1 repeat")
         return override
-    compared = (cell.kind == "model" and cell.model in PAPER_MODELS
-                and (cell.framework, cell.mode, cell.amp) in compared_settings()
-                or cell.kind == "scaling" and (cell.framework, cell.mode) in scaled_settings()
-                or cell.kind == "operator")   # O1-O3: an operator's processes differ (harness.operators.SWEEP_TIMING)
-    return max(cell.repeats, int(prof.get("claim_repeats", 1))) if compared else cell.repeats
+    return max(cell.repeats, int(prof.get("claim_repeats", 1))) if compared(cell) else cell.repeats
+
+
+def compared(cell: Cell) -> bool:
+    """Whether a claim compares the cell: C1-C4's model cells of the paper's models, C5's scaling cells, O1-O3's
+    operator cells."""
+    return (cell.kind == "model" and cell.model in PAPER_MODELS
+            and (cell.framework, cell.mode, cell.amp) in compared_settings()
+            or cell.kind == "scaling" and (cell.framework, cell.mode) in scaled_settings()
+            or cell.kind == "operator")   # O1-O3: an operator's processes differ (harness.operators.SWEEP_TIMING)
+
+
+def for_setting(spec: ModelSpec, framework: str, mode: str, amp: str, devices: int) -> ModelSpec:
+    """A model cell's settings: the profile's, except that where the profile sets `throughput_epochs` a cell no
+    time-to-target comparison reads (not a framework's single-device baseline, harness.claims.paper.BASELINE) trains
+    that many epochs without stopping at the target."""
+    if spec.throughput_epochs is None or (devices == 1 and BASELINE.get(framework) == (mode, amp)):
+        return spec
+    return replace(spec, epochs=spec.throughput_epochs, stop_at_target=False)
+
+
+def claims_first(cells: list[Cell], prof: dict[str, Any]) -> list[Cell]:
+    """A profile's cells with the model cells a claim compares (C1-C4) first, then the other model cells, the scaling
+    cells (C5), the operators (O1-O3) and the rest, each group in the matrix's order: a run cut short has decided the
+    paper's model claims first and renders their tables."""
+    rank = {"model": 1, "scaling": 2, "operator": 3}
+
+    def key(ic: tuple[int, Cell]) -> tuple[int, int]:
+        i, c = ic
+        return (0 if c.kind == "model" and compared(c) else rank.get(c.kind, 4), i)
+
+    return [c for _, c in sorted(enumerate(cells), key=key)]
 
 
 def _matches(rule: dict[str, Any], values: dict[str, Any]) -> bool:

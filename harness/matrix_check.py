@@ -59,7 +59,8 @@ PASSES_PROFILE_KEYS = {**NARROWING, **spec_keys(PassesSpec, "batch", "timing"), 
 PROFILE_KEYS = {"description": str, "models": list, "operators": list, "frameworks": list, "modes": list,
                 "amp": list, "devices": list, "dtypes": list, "directions": list, "repeats": int,
                 "claim_repeats": int, "max_repeats": int, "timeout_s": (int, float),
-                "inference": list, "passes": list}  # the last two: companion_matrix.py
+                "inference": list, "passes": list,  # these two: companion_matrix.py
+                "order": str}   # "claims-first": harness.matrix.ORDERS
 RULE_KEYS = {"model", "op", "framework", "mode", "amp", "devices", "platform", "dtype", "direction", "profile"}
 DTYPES = ("fp32", "fp16", "bf16")
 DIRECTIONS = ("fwd", "fwd+bwd")
@@ -196,6 +197,8 @@ class _Checker:
                 self.one_of(f"{where} {key}", v, allowed, f"the values come from {source[key]}")
         if p.get("models") and not all(p.get(k) for k in ("frameworks", "modes", "amp", "devices")):
             self.fail(where, "names models but not all of frameworks, modes, amp and devices; add the missing lists")
+        if "order" in p:
+            self.one_of(f"{where} order", p["order"], ["matrix", "claims-first"], "the orders harness.matrix knows")
         if p.get("repeats", 1) < 1 or p.get("claim_repeats", 1) < 1 or p.get("timeout_s", 1) <= 0:
             self.fail(where, "needs repeats >= 1, claim_repeats >= 1 and timeout_s > 0")
         least, cap = p.get("claim_repeats", 1), p.get("max_repeats", p.get("claim_repeats", 1))

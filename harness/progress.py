@@ -25,11 +25,16 @@ def duration(seconds: float) -> str:
 
 
 class RunProgress:
-    """Cells done / total, elapsed, and what is left estimated from the mean time of the cells measured so far."""
+    """Cells done / total, elapsed, and what is left. With `planned` (each planned run's estimated seconds, in run
+    order: harness.estimate.per_run) what is left is the estimate of the runs to come, corrected by how the runs so far
+    compared with their own estimates (a host twice as slow as the reference doubles it); without it, the mean time
+    of the runs measured so far times the runs left."""
 
-    def __init__(self, total: int, clock: Callable[[], float] = time.monotonic):
+    def __init__(self, total: int, clock: Callable[[], float] = time.monotonic, planned: list[float] | None = None):
         self.total, self.clock, self.t0 = total, clock, clock()
         self.done, self.measured_s, self.measured = 0, 0.0, 0
+        self.planned = list(planned) if planned is not None and len(planned) == total else None
+        self.estimated_s = 0.0   # the estimates of the runs measured so far
 
     def finished(self, seconds: float | None = None) -> str:
         """Count a cell as done (`seconds`: how long it ran, None for one kept or skipped) and say where the run is."""
@@ -37,9 +42,17 @@ class RunProgress:
         if seconds is not None:
             self.measured += 1
             self.measured_s += seconds
+            if self.planned is not None and self.done <= len(self.planned):
+                self.estimated_s += self.planned[self.done - 1]
         left = self.total - self.done
         line = f"{self.done}/{self.total} cells, {duration(self.clock() - self.t0)} elapsed"
-        if left and self.measured:
+        if left and self.planned is not None and self.done <= len(self.planned):
+            rest = sum(self.planned[self.done:])
+            pace = self.measured_s / self.estimated_s if self.measured and self.estimated_s > 0 else 1.0
+            line += f", about {duration(rest * pace)} left by the estimate"
+            if self.measured and self.estimated_s > 0:
+                line += f" (runs so far took {pace:.2f}x theirs)"
+        elif left and self.measured:
             line += f", about {duration(left * self.measured_s / self.measured)} left"
         return line
 

@@ -36,6 +36,7 @@ from harness import (
     platforms,
     scenarios,
     sequential,
+    stepmodel,
     telemetry,
 )
 from harness import claims as claims_mod
@@ -115,7 +116,10 @@ def run(matrix: Matrix, profile: str, platform: str, out: Path, *, only: str | N
             f"the profile's {len(cells)} data-parallel cells over {node.count} nodes, "
             + ("this node records their results" if not node.is_worker else "node 0 records their results") +
             "; the 1-device cells they are measured against run on one host, without HARNESS_NNODES")
-    log(estimate.line(todo, profile, platform, cap))
+    here = stepmodel.this_device(platform)   # the estimate scales the reference's step times to this device
+
+    log(estimate.line(todo, profile, platform, cap, here=here, synthetic=fake, skip=host.verdict))
+    planned = estimate.per_run(todo, profile, platform, here=here, synthetic=fake, skip=host.verdict)
     invocation = {"argv": sys.argv, "started_at": _now(), "only": only, "finished_at": None, "interrupted": False,
                   "max_repeats": cap, "load_average_at_start": _load()}
     if os.environ.get("HARNESS_COMMAND"):  # the command line the user typed (reproduce.sh sets it)
@@ -123,7 +127,7 @@ def run(matrix: Matrix, profile: str, platform: str, out: Path, *, only: str | N
     meta["invocations"].append(invocation)
     store.write_meta(meta)
     old = {sig: signal.signal(sig, _raise_interrupted) for sig in (signal.SIGINT, signal.SIGTERM)}
-    progress = RunProgress(len(todo))
+    progress = RunProgress(len(todo), planned=planned)
     verdicts = Verdicts(store, cells, profile, platform, cap, todo, log)
     counts: dict[str, int] = {}
 

@@ -58,6 +58,10 @@ class ProfileSettings(_Spec):
     eval_samples: int | None = None     # None: the whole evaluation split
     val_samples: int | None = None      # None: eval_samples (the GRU's per-epoch validation BLEU)
     stop_at_target: bool = False        # end training at the first evaluation that reaches the target
+    # Where set: the cells whose setting no time-to-target comparison reads (C1 reads each framework's baseline:
+    # harness.claims.paper.BASELINE) train this many epochs, without stopping at the target; their throughput and
+    # first epoch are what the claims read of them (harness.matrix applies it).
+    throughput_epochs: int | None = None
     evals_per_epoch: int = 1
     hparams: Mapping[str, Any] = field(default_factory=_table)  # per model (lr, batch, hidden, ...): hp["lr"]
 

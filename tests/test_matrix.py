@@ -112,7 +112,7 @@ def test_bad_matrix_files_give_one_clear_error(tmp_path, bad, message):
 
 
 def test_unknown_profile_names_the_choices():
-    with pytest.raises(HarnessError, match="choose one of: companion, full, quick"):
+    with pytest.raises(HarnessError, match="choose one of: accelerator, companion, full, quick"):
         matrix.load().expand("fast")
 
 

@@ -36,6 +36,7 @@ TRAIN_BATCHES = [f"data_batch_{i}" for i in range(1, 6)]
 TEST_BATCH = "test_batch"
 META = "batches.meta"
 NUM_CLASSES = 10
+SIZES = {"train": 50000, "test": 10000}   # the real splits (the synthetic stand-in's are smaller)
 
 
 # A profile's eval_samples cuts the evaluation images.

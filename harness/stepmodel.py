@@ -1,0 +1,243 @@
+"""How long a planned cell will take, from the step times a committed run measured (docs/runs/<platform>-<profile>):
+the estimate of a profile too long to have run whole on the reference host (the accelerator profile), and of a host
+other than the one the reference ran on (a V100 from an H200's run, an Ascend 910 server).
+
+A measured cell (a "donor") is taken apart into what its result recorded: its first epoch's training seconds
+(autotuning, compilation), the seconds per sample of the epochs after it, the seconds per epoch spent outside
+training (evaluation: the child's wall time less its training time, over its epochs) and the seconds outside the
+child's run (process start, building, the profiled pass: elapsed less wall). A planned cell takes the donor of its own
+id where the reference measured it; else the nearest by model, precision, framework and mode, and its time is the
+donor's parts at the planned cell's samples per epoch, epochs and devices:
+
+    fixed + f * first + epochs * samples / devices * per_sample * max(1, busy * f) + f * epochs * eval
+
+`first`: the first epoch's time beyond its samples at the later pace (autotuning, compilation). `epochs`: what the
+donor ran where it stopped at its target with the same settings and data, else the planned epochs (an upper bound).
+`f`: the device factor, the ratio of the two devices' dense peaks at the cell's precision (vendor figures,
+harness.scenarios.operator.PEAKS) where both are known, else 1. `busy`: the share of the donor's step its device was
+busy (its profiled pass's device timeline), 1 where unmeasured: a host-bound step (on an H200, PyTorch's ResNet50 at
+batch 128) is scaled only in its device part; without that share an estimate for a slower device is long. MindSpore's cells take PyTorch's measured times where the reference has no
+MindSpore cell (the reference GPU host had no MindSpore): said in the estimate's line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from statistics import median
+from typing import Any
+
+from harness.cell import Cell
+from harness.spec import ModelSpec
+from harness.store import RunStore
+
+AMP_DTYPE = {"off": "fp32", "O1": "fp16", "O2": "fp16", "O3": "fp16"}
+ALL = "*"   # in a set of synthetic datasets: every dataset
+
+
+def train_split(dataset: str | None) -> int | None:
+    """The real training split's size (a dataset file's SIZES["train"]), where the spec sets no train_samples: a
+    reference run made on a synthetic stand-in (CIFAR-10's has 5,000 images) is scaled to the real split."""
+    if not dataset:
+        return None
+    from harness import data
+
+    try:
+        return (getattr(data.module(dataset), "SIZES", None) or {}).get("train")
+    except Exception:   # noqa: BLE001 - an estimate never stops a run
+        return None
+
+
+@dataclass(frozen=True)
+class Donor:
+    cell: str
+    model: str | None
+    framework: str
+    mode: str
+    amp: str
+    kind: str
+    elapsed_s: float
+    fixed_s: float            # outside the child's run: start, build, profiled pass
+    first_s: float            # the first epoch's training seconds beyond its samples at the later epochs' pace
+    per_sample_s: float       # seconds per training sample over the epochs after the first
+    eval_s: float             # seconds per epoch outside training (evaluation)
+    samples: int              # training samples per epoch (all ranks)
+    epochs_run: int
+    reached_target: bool
+    devices: int
+    device: str | None
+    busy: float = 1.0         # the share of a step the device was busy (its profiled pass), 1 where not measured
+
+
+def _busy(r: dict[str, Any]) -> float:
+    """The device's busy share of a profiled step (harness.profiling's device timeline), where the cell has one."""
+    prof = r.get("profile") or {}
+    share = prof.get("device_busy_share") if isinstance(prof, dict) else None
+    return float(share) if isinstance(share, int | float) and 0 < share <= 1 else 1.0
+
+
+def _donor(r: dict[str, Any], device: str | None) -> Donor | None:
+    epochs = [e for e in r.get("epochs") or [] if e.get("train_s") and e.get("samples")]
+    elapsed = r.get("elapsed_s")
+    if r.get("status") != "ok" or not elapsed:
+        return None
+    if not epochs:   # an operator, inference or passes cell: its time is its elapsed time
+        return Donor(r["cell"], r.get("model"), r.get("framework") or "", r.get("mode") or "", r.get("amp") or "off",
+                     r.get("kind") or "", elapsed, elapsed, 0.0, 0.0, 0.0, 0, 0, False, r.get("devices") or 1, device)
+    train = sum(e["train_s"] for e in epochs)
+    wall = r.get("wall_s") or train
+    later = epochs[1:]
+    per_sample = (sum(e["train_s"] for e in later) / sum(e["samples"] for e in later) if later
+                  else epochs[0]["train_s"] / epochs[0]["samples"])
+    return Donor(r["cell"], r.get("model"), r.get("framework") or "", r.get("mode") or "", r.get("amp") or "off",
+                 r.get("kind") or "", elapsed, max(elapsed - wall, 0.0),
+                 max(epochs[0]["train_s"] - epochs[0]["samples"] * per_sample, 0.0), per_sample,
+                 max(wall - train, 0.0) / len(epochs), int(epochs[0]["samples"]), len(epochs),
+                 r.get("time_to_target_s") is not None and r.get("best_metric") is not None
+                 and r.get("target") is not None and r["best_metric"] >= r["target"],
+                 r.get("devices") or 1, device, _busy(r))
+
+
+def donors(run: Path) -> dict[str, Donor]:
+    """Each ok cell of a run folder as a donor (the repeat of median elapsed time)."""
+    store = RunStore(run)
+    env = store.read_env()
+    gpus = (env.get("frameworks", {}).get("torch", {}) or {}).get("gpus") or []
+    device = gpus[0] if gpus else (env.get("cpu", {}) or {}).get("model")
+    by_cell: dict[str, list[Donor]] = {}
+    for r in store.results():
+        d = _donor(r, device)
+        if d is not None:
+            by_cell.setdefault(d.cell, []).append(d)
+    out = {}
+    for cid, ds in by_cell.items():
+        mid = median(d.elapsed_s for d in ds)
+        out[cid] = min(ds, key=lambda d: abs(d.elapsed_s - mid))
+    return out
+
+
+def pick(cell: Cell, pool: dict[str, Donor]) -> tuple[Donor | None, str]:
+    """The donor for a planned cell and how near it is: 'measured' (its own id), 'like' (same model and precision,
+    another framework or mode), 'model' (same model, another precision), 'kind' (an operator or companion cell of the
+    same kind), or (None, 'none')."""
+    if cell.id in pool:
+        return pool[cell.id], "measured"
+    same_kind = [d for d in pool.values() if d.kind == cell.kind and d.model == cell.model]
+    if cell.kind in ("model", "scaling"):
+        same_kind = [d for d in pool.values() if d.model == cell.model and d.kind in ("model", "scaling")]
+        prec = AMP_DTYPE.get(cell.amp, "fp32")
+        like = [d for d in same_kind if AMP_DTYPE.get(d.amp, "fp32") == prec]
+        for group, how in ((like, "like"), (same_kind, "model")):
+            if group:   # the same framework and mode first, then the same framework, then PyTorch eager's
+                return min(group, key=lambda d: (d.framework != cell.framework, d.mode != cell.mode,
+                                                 d.mode != "eager", d.devices != 1, d.cell)), how
+        return None, "none"
+    kin = [d for d in pool.values() if d.kind == cell.kind]
+    if kin:
+        mid = median(d.elapsed_s for d in kin)
+        return min(kin, key=lambda d: abs(d.elapsed_s - mid)), "kind"
+    return None, "none"
+
+
+def planned_samples(cell: Cell, donor: Donor, synthetic: bool, donor_synthetic: bool) -> int:
+    """Training samples per epoch (all ranks) the planned cell will see."""
+    spec = cell.spec
+    if not isinstance(spec, ModelSpec):
+        return donor.samples
+    split = train_split(spec.dataset)
+    if spec.train_samples:
+        want = spec.train_samples if split is None else min(spec.train_samples, split)
+    elif synthetic == donor_synthetic or split is None:
+        return donor.samples
+    else:
+        want = split
+    batch = int(spec.hparams.get("batch", 1)) * max(cell.devices, 1)
+    return max(want // batch * batch, batch) if want >= batch else want
+
+
+def seconds(cell: Cell, donor: Donor, factor: float = 1.0, *, synthetic: bool = False,
+            donor_synthetic: bool = False) -> float:
+    """The planned cell's estimated seconds from its donor (module docstring)."""
+    spec = cell.spec
+    if donor.samples == 0 or not isinstance(spec, ModelSpec):
+        return donor.elapsed_s   # a cell timed by blocks of at least a fixed time: its time barely scales
+    if cell.id == donor.cell and factor == 1.0 and synthetic == donor_synthetic:
+        return donor.elapsed_s
+    samples = planned_samples(cell, donor, synthetic, donor_synthetic)
+    planned = int(spec.epochs or donor.epochs_run or 1)
+    same = (cell.model == donor.model and synthetic == donor_synthetic and spec.stop_at_target)
+    epochs = min(donor.epochs_run, planned) if same and donor.reached_target else planned
+    per_dev = donor.devices / max(cell.devices, 1)   # data parallelism splits an epoch's samples over the devices
+    # A step takes the longer of the host's part (as measured) and the device's part scaled to this device: a
+    # host-bound step on a fast device does not slow down in proportion on a slower one.
+    step = max(1.0, donor.busy * factor) if factor > 1 else factor
+    train = epochs * samples * donor.per_sample_s * per_dev * step
+    return donor.fixed_s + factor * donor.first_s + train + factor * epochs * donor.eval_s
+
+
+def peak(device: str | None, dtype: str) -> float | None:
+    """A device's dense peak FLOP/s at a precision, where the vendor table names it."""
+    from harness.scenarios.operator import PEAKS
+
+    if not device:
+        return None
+    name = device.replace(" ", "")
+    hits = [(len(frag), v) for (frag, dt), v in PEAKS.items() if frag.replace(" ", "") in name and dt == dtype]
+    return max(hits)[1] if hits else None
+
+
+def factor(ref: str | None, here: str | None, dtype: str) -> float:
+    """How many times longer a device-bound step takes on `here` than on `ref` (1 where either peak is unknown)."""
+    a, b = peak(ref, dtype), peak(here, dtype)
+    return a / b if a and b else 1.0
+
+
+@dataclass
+class Estimate:
+    per_cell: dict[str, float]           # cell id -> seconds for one repeat
+    how: dict[str, str]                  # cell id -> measured | like | model | kind | none
+    runs: int
+    total_s: float
+    skipped: int
+
+
+def plan(todo: Sequence[tuple[Cell, int]], pool: dict[str, Donor], *, here: str | None = None,
+         synthetic: Iterable[str] = (), ref_synthetic: Iterable[str] = (), skip=lambda c: None) -> Estimate:
+    """The estimated seconds of every planned (cell, repeat); `skip(cell)` gives the reason a cell will not run here
+    (then 0 s), `here` this host's device name (None: the reference's)."""
+    fake, ref_fake = set(synthetic), set(ref_synthetic)
+
+    def generated(dataset: str | None, names: set[str]) -> bool:
+        return ALL in names or dataset in names
+
+    per_cell: dict[str, float] = {}
+    how: dict[str, str] = {}
+    total, skipped = 0.0, 0
+    for cell, _ in todo:
+        if cell.id not in per_cell:
+            if skip(cell):
+                per_cell[cell.id], how[cell.id] = 0.0, "skipped"
+            else:
+                donor, how[cell.id] = pick(cell, pool)
+                if donor is None:
+                    per_cell[cell.id] = 0.0
+                else:
+                    dtype = (cell.spec.dtype if cell.kind == "operator" else AMP_DTYPE.get(cell.amp, "fp32"))
+                    f = factor(donor.device, here, dtype) if here else 1.0
+                    per_cell[cell.id] = seconds(cell, donor, f, synthetic=generated(cell.dataset, fake),
+                                                donor_synthetic=generated(cell.dataset, ref_fake))
+        if how[cell.id] == "skipped":
+            skipped += 1
+        total += per_cell[cell.id]
+    return Estimate(per_cell, how, len(todo), total, skipped)
+
+
+def this_device(platform: str) -> str | None:
+    """This host's accelerator, as the reference runs name theirs (None on a CPU: the reference's cores are compared
+    by nothing here)."""
+    if platform == "cpu":
+        return None
+    from harness.scenarios.operator import _device_name
+
+    return _device_name(platform)
