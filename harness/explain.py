@@ -27,7 +27,8 @@ def explanations(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     out = []
     for (host, model), by_setting in sorted(found.items()):
         bars = [{"framework": fw, "mode": mode, "step_s": p["step_wall_s"], "per_step_s": p["per_step_s"],
-                 "profiler_cost": p.get("profiler_cost"), "top_ops": p.get("top_ops", [])}
+                 "profiler_cost": p.get("profiler_cost"), "top_ops": p.get("top_ops", []),
+                 "device": p.get("device"), "pass_s": p.get("pass_s")}
                 for (fw, mode) in SETTINGS if (p := by_setting.get((fw, mode)))]
         shown = [c for c in (*CATEGORIES, OVERHEAD) if any(b["per_step_s"].get(c, 0) >= 5e-5 for b in bars)]
         out.append({"host": host, "model": model, "bars": bars, "categories": shown,
@@ -42,9 +43,13 @@ def sentence(host: str, title: str, pt: dict | None, ms: dict | None) -> str | N
     """'GCN on Cora, cpu: of the 44 ms per step by which PyTorch eager is slower than MindSpore GRAPH (67 ms against
     23 ms), 37 ms is dropout/random.' The categories that go the slower framework's way, largest first, until they
     make NAMED_SHARE of the difference (at most three); then those that go the other way by a tenth of the difference
-    or more ('while MindSpore GRAPH spends 9 ms more on host and framework overhead'). None without both sides."""
+    or more ('while MindSpore GRAPH spends 9 ms more on host and framework overhead'). Where a side's profile has the
+    device's timeline (an accelerator), what share of its step the device was busy follows (device_clause); with
+    one side only, that alone. None without both sides and without a timeline (a CPU)."""
     if not pt or not ms:
-        return None
+        alone = [device_clause(name, p) for name, p in (("PyTorch eager", pt), ("MindSpore GRAPH", ms)) if p]
+        alone = [c for c in alone if c]
+        return f"{title}, {host}: " + " ".join(alone) if alone else None
     cats = (*CATEGORIES, OVERHEAD)
     diff = {c: pt["per_step_s"].get(c, 0.0) - ms["per_step_s"].get(c, 0.0) for c in cats}
     total = pt["step_wall_s"] - ms["step_wall_s"]
@@ -68,7 +73,26 @@ def sentence(host: str, title: str, pt: dict | None, ms: dict | None) -> str | N
             f"{_and(named) if named else 'no category makes a share'}")
     if against:
         text += f", while {faster} spends {_and(against)}"
-    return text + "."
+    extra = [c for c in (device_clause("PyTorch eager", pt), device_clause("MindSpore GRAPH", ms)) if c]
+    return " ".join([text + ".", *extra])
+
+
+HOST_BOUND, DEVICE_BOUND = 0.5, 0.8   # busy shares below / above which a step is said to be host- / device-bound
+
+
+def device_clause(setting: str, profile: dict | None) -> str | None:
+    """"PyTorch eager's step is host-bound: the GPU is busy 29% of its 24 ms." from the profile's device block (the
+    device's kernels' union against the measured step); None without one (a CPU)."""
+    dev = (profile or {}).get("device")
+    if not dev or dev.get("measured_busy_share") is None:
+        return None
+    share, step = dev["measured_busy_share"], profile["step_wall_s"]
+    kind = "NPU" if "npu" in str(dev.get("source", "")).lower() or "ascend" in str(dev.get("source", "")).lower() \
+        else "GPU"
+    bound = "host-bound" if share < HOST_BOUND else "device-bound" if share >= DEVICE_BOUND else "partly host-bound"
+    note = "" if dev.get("verified", True) else " (the device timeline's reading is not verified)"
+    return (f"{setting}'s step is {bound}: the {kind} is busy {share:.0%} of its {milliseconds(step)} and waits "
+            f"{milliseconds(dev['measured_wait_s'])}{note}.")
 
 
 def _and(parts: list[str]) -> str:

@@ -237,6 +237,14 @@ def step_categories(explanation: dict[str, Any], folder: Path) -> dict[str, str]
                 alpha=0.9 if b["mode"] != "pynative" else 0.5, label=f"{b['framework']} {b['mode']}")
     ax.set_yticks(range(len(cats)), cats)
     ax.invert_yaxis()
+    # On an accelerator: the device's busy time and its wait, per setting, as dashed lines of its colour.
+    for b in bars:
+        dev = b.get("device")
+        if dev and dev.get("measured_busy_s") is not None:
+            ax.axvline(dev["measured_busy_s"] * 1000, color=COLOURS.get(b["framework"], "grey"), linestyle="--",
+                       linewidth=1, label=f"{b['framework']} {b['mode']}: device busy "
+                                          f"{dev['measured_busy_share']:.0%} of the step, waits "
+                                          f"{dev['measured_wait_s'] * 1000:.1f} ms")
     ax.set(xlabel="ms per training step", title=f"{explanation['model']}: where a step's time goes")
     ax.legend(frameon=False, fontsize=7)
     fig.tight_layout()

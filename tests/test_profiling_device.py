@@ -112,3 +112,14 @@ def test_peaks_by_device_and_precision():
     assert peaks.peak("Tesla V100-SXM2-16GB", "fp16") == 125e12 and peaks.peak("NVIDIA A100-SXM4-40GB", "fp32") == 19.5e12
     assert peaks.peak("Ascend910", "fp16") == 256e12
     assert peaks.peak("Ascend910B", "fp16") is None and peaks.peak(None, "fp32") is None
+
+
+def test_the_sentence_says_how_busy_the_device_was():
+    from harness import explain
+
+    dev = {"measured_busy_share": 0.29, "measured_wait_s": 0.017, "source": "torch.profiler", "verified": True}
+    pt = {"per_step_s": {}, "step_wall_s": 0.024, "device": dev}
+    assert explain.sentence("cuda", "ResNet50 on CIFAR-10", pt, None) == (
+        "ResNet50 on CIFAR-10, cuda: PyTorch eager's step is host-bound: the GPU is busy 29% of its 24 ms and waits "
+        "17 ms.")
+    assert explain.sentence("cpu", "GCN on Cora", {"per_step_s": {}, "step_wall_s": 0.02}, None) is None

@@ -130,10 +130,14 @@ def all_gather_object(ctx, obj: Any) -> list[Any]:
     return out
 
 
-def profile_ops(ctx, run, folder: str) -> dict[str, tuple[float, int]]:
+def profile_ops(ctx, run, folder: str, window: dict[str, Any] | None = None) -> dict[str, tuple[float, int]]:
     """run() under mindspore.profiler (its CPU activity; NPU or GPU too on a device): op type -> (total time in
     seconds, occurrences), from the op-type table it writes (FRAMEWORK/cpu_op_type_info_*.csv on CPU; on Ascend its
-    op_statistic.csv). Seen on the 2-core machine in GRAPH and PYNATIVE mode with MindSpore 2.10."""
+    op_statistic.csv). Seen on the 2-core machine in GRAPH and PYNATIVE mode with MindSpore 2.10.
+
+    `window` (on a device): the whole epochs are recorded (GRAPH mode's sunk steps give no per-step hook), and the
+    device's kernels go to window["kernels"] from the Chrome trace the profiler writes (trace_view.json, its device
+    lanes), as its documentation describes it: not verified on a device here, so marked unverified."""
     import csv
     import glob
 
@@ -152,6 +156,9 @@ def profile_ops(ctx, run, folder: str) -> dict[str, tuple[float, int]]:
                 for row in csv.DictReader(f):   # OP Type, Count, Total Time(us)
                     t, n = ops.get(row["OP Type"], (0.0, 0))
                     ops[row["OP Type"]] = (t + float(row["Total Time(us)"]) / 1e6, n + int(row["Count"]))
+    if window is not None:
+        _device_trace(folder, window)
+    if ctx.platform == "ascend":
         return ops
     from harness import profiling
 
@@ -171,6 +178,20 @@ def profile_ops(ctx, run, folder: str) -> dict[str, tuple[float, int]]:
                 t, n = ops.get(key, (0.0, 0))
                 ops[key] = (t + float(row["op_total_time(ms)"]) / 1e3, n + int(row["op_occurrences"]))
     return ops
+
+
+def _device_trace(folder: str, window: dict[str, Any]) -> None:
+    import glob
+
+    from harness.profiling import device as dev
+
+    kernels = []
+    for path in glob.glob(os.path.join(folder, "*", "ASCEND_PROFILER_OUTPUT", "trace_view.json")):
+        try:
+            kernels += dev.trace_intervals(path)
+        except (OSError, ValueError, KeyError, TypeError):
+            continue   # an unreadable trace leaves the device's figures out; the ops stand
+    window.update(kernels=kernels, source="mindspore.profiler trace_view.json", verified=False)
 
 
 def set_threads(ctx, n: int) -> dict[str, Any]:
