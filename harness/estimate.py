@@ -176,9 +176,9 @@ def projection_lines(proj: dict[str, Any], run: Path) -> list[str]:
            f"({proj['skipped']} skipped there), from {shown} ({proj['reference_device']})"]
     for name, s in sorted(proj["groups"].items(), key=lambda kv: -kv[1]):
         out.append(f"    {name:12} {duration(s)}")
-    out.append(f"    cells: {b.get('measured', 0)} measured there, {b.get('like', 0)} from a cell of the same model and "
-               f"precision, {b.get('model', 0)} from the same model at another precision, {b.get('kind', 0)} from "
-               f"another cell of their kind, {b.get('none', 0)} with nothing to go on"
+    out.append(f"    cells: {b.get('measured', 0)} measured there, {b.get('like', 0)} from a cell of the same model "
+               f"and precision, {b.get('model', 0)} from the same model at another precision, {b.get('kind', 0)} "
+               f"from another cell of their kind, {b.get('none', 0)} with nothing to go on"
                + (f"; scaled by the dense peaks of {proj['reference_device']} and {proj['device']}"
                   if proj["device"] != proj["reference_device"] else ""))
     return out

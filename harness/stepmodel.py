@@ -14,16 +14,17 @@ donor's parts at the planned cell's samples per epoch, epochs and devices:
 `first`: the first epoch's time beyond its samples at the later pace (autotuning, compilation). `epochs`: what the
 donor ran where it stopped at its target with the same settings and data, else the planned epochs (an upper bound).
 `f`: the device factor, the ratio of the two devices' dense peaks at the cell's precision (vendor figures,
-harness.scenarios.operator.PEAKS) where both are known, else 1. `busy`: the share of the donor's step its device was
+harness.profiling.peaks) where both are known, else 1. `busy`: the share of the donor's step its device was
 busy (its profiled pass's device timeline), 1 where unmeasured: a host-bound step (on an H200, PyTorch's ResNet50 at
-batch 128) is scaled only in its device part; without that share an estimate for a slower device is long. MindSpore's cells take PyTorch's measured times where the reference has no
-MindSpore cell (the reference GPU host had no MindSpore): said in the estimate's line.
+batch 128) is scaled only in its device part; without that share an estimate for a slower device is long.
+MindSpore's cells take PyTorch's measured times where the reference has no MindSpore cell (the reference GPU host
+had no MindSpore).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from statistics import median
 from typing import Any
@@ -70,11 +71,13 @@ class Donor:
     busy: float = 1.0         # the share of a step the device was busy (its profiled pass), 1 where not measured
 
 
-def _busy(r: dict[str, Any]) -> float:
-    """The device's busy share of a profiled step (harness.profiling's device timeline), where the cell has one."""
+def _busy(r: dict[str, Any]) -> float | None:
+    """The device's busy share of the measured step (the profiled pass's device timeline: harness.profiling), where
+    the cell has one."""
     prof = r.get("profile") or {}
-    share = prof.get("device_busy_share") if isinstance(prof, dict) else None
-    return float(share) if isinstance(share, int | float) and 0 < share <= 1 else 1.0
+    device = prof.get("device") if isinstance(prof, dict) else None
+    share = device.get("measured_busy_share") if isinstance(device, dict) else None
+    return float(share) if isinstance(share, int | float) and 0 < share <= 1 else None
 
 
 def _donor(r: dict[str, Any], device: str | None) -> Donor | None:
@@ -96,7 +99,7 @@ def _donor(r: dict[str, Any], device: str | None) -> Donor | None:
                  max(wall - train, 0.0) / len(epochs), int(epochs[0]["samples"]), len(epochs),
                  r.get("time_to_target_s") is not None and r.get("best_metric") is not None
                  and r.get("target") is not None and r["best_metric"] >= r["target"],
-                 r.get("devices") or 1, device, _busy(r))
+                 r.get("devices") or 1, device, _busy(r) or 1.0)
 
 
 def donors(run: Path) -> dict[str, Donor]:
@@ -114,7 +117,15 @@ def donors(run: Path) -> dict[str, Donor]:
     for cid, ds in by_cell.items():
         mid = median(d.elapsed_s for d in ds)
         out[cid] = min(ds, key=lambda d: abs(d.elapsed_s - mid))
-    return out
+    # Only the fp32 cells are profiled: a cell without a busy share takes its model's profiled one (at fp32 the device
+    # does more of the step than in mixed precision, so the share is on the high side and the estimate long).
+    shares = {}
+    for cid, r in ((r["cell"], r) for r in store.results() if r.get("status") == "ok"):
+        b = _busy(r)
+        if b is not None and cid in out:
+            shares.setdefault(out[cid].model, b)
+    return {cid: d if d.busy < 1.0 or d.model not in shares else replace(d, busy=shares[d.model])
+            for cid, d in out.items()}
 
 
 def pick(cell: Cell, pool: dict[str, Donor]) -> tuple[Donor | None, str]:
@@ -176,21 +187,17 @@ def seconds(cell: Cell, donor: Donor, factor: float = 1.0, *, synthetic: bool = 
     return donor.fixed_s + factor * donor.first_s + train + factor * epochs * donor.eval_s
 
 
-def peak(device: str | None, dtype: str) -> float | None:
-    """A device's dense peak FLOP/s at a precision, where the vendor table names it."""
-    from harness.scenarios.operator import PEAKS
-
-    if not device:
-        return None
-    name = device.replace(" ", "")
-    hits = [(len(frag), v) for (frag, dt), v in PEAKS.items() if frag.replace(" ", "") in name and dt == dtype]
-    return max(hits)[1] if hits else None
-
-
 def factor(ref: str | None, here: str | None, dtype: str) -> float:
-    """How many times longer a device-bound step takes on `here` than on `ref` (1 where either peak is unknown)."""
-    a, b = peak(ref, dtype), peak(here, dtype)
-    return a / b if a and b else 1.0
+    """How many times longer a device-bound step takes on `here` than on `ref`: the ratio of their dense peaks at the
+    precision (harness.profiling.peaks), else at fp16 where one of them publishes no figure at the precision (the
+    Ascend 910 publishes no FP32 figure), else 1."""
+    from harness.profiling.peaks import peak
+
+    for precision in (dtype, "fp16"):
+        a, b = peak(ref, precision), peak(here, precision)
+        if a and b:
+            return a / b
+    return 1.0
 
 
 @dataclass
@@ -238,6 +245,6 @@ def this_device(platform: str) -> str | None:
     by nothing here)."""
     if platform == "cpu":
         return None
-    from harness.scenarios.operator import _device_name
+    from harness.profiling.peaks import device_name
 
-    return _device_name(platform)
+    return device_name(platform)
