@@ -4,18 +4,20 @@ process, its environment and allocator, telemetry on) against the reference loop
 benchmarks/reference_gap.py compares the two loops inside one process, which cannot see what differs between
 processes: the allocator the process got, the malloc threshold's history, thread placement. Here every turn is a
 new process:
-  harness:   `python -m harness run --platform cpu --profile P --only CELL` on a copy of the matrix whose profile
+  harness:   `python -m harness run --platform PLATFORM --profile P --only CELL` on a copy of the matrix whose profile
              line for the model is cut to `--steps` steps a epoch at the batch asked for, 2 epochs; the figure is the
              result's steady throughput (mean_throughput_other_epochs: the second epoch, after a warm-up epoch).
   reference: this file with --reference, in a fresh interpreter with the framework's process settings but the
              allocator left as it is (HARNESS_ALLOCATOR=system: a user's own script), the same data, weights and
-             batches (harness/models/<model>/reference_<fw>.py), one warm-up epoch and one timed epoch.
+             batches (harness/models/<model>/reference_<fw>.py), one warm-up epoch and one timed epoch, on the
+             cell's device (`--platform cuda|ascend`: the reference loops' documented GPU way).
 The two take turns, the order swapping every round. `--allocator` sets HARNESS_ALLOCATOR for the harness side
 (`system` gives the "before" of the allocator change). The load average is printed before and after: a figure
 taken with anything else running is not evidence.
 
     python benchmarks/process_gap.py --model resnet50 --batches 16,32,128 [--frameworks pytorch] [--modes eager]
-        [--rounds 3] [--steps 2] [--allocator auto|system|jemalloc|tcmalloc|glibc-tuned] [--out FILE]
+        [--rounds 3] [--steps 2] [--allocator auto|system|jemalloc|tcmalloc|glibc-tuned] [--platform cpu|cuda|ascend]
+        [--out FILE]
 """
 
 from __future__ import annotations
@@ -77,10 +79,11 @@ def sized_matrix(model: str, profile: str, batch: int | None, steps: int, out: P
     return out
 
 
-def harness_turn(cell_id: str, profile: str, matrix_file: Path, allocator: str, data_dir: str) -> dict:
+def harness_turn(cell_id: str, profile: str, matrix_file: Path, allocator: str, data_dir: str,
+                 platform: str = "cpu") -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         env = {**os.environ, "HARNESS_ALLOCATOR": allocator}
-        proc = subprocess.run([sys.executable, "-m", "harness", "run", "--platform", "cpu", "--profile", profile,
+        proc = subprocess.run([sys.executable, "-m", "harness", "run", "--platform", platform, "--profile", profile,
                                "--matrix", str(matrix_file), "--only", cell_id, "--data-dir", data_dir,
                                "--synthetic", "cifar10", "--out", f"{tmp}/run"],
                               capture_output=True, text=True, env=env, cwd=REPO)
@@ -94,32 +97,30 @@ def harness_turn(cell_id: str, profile: str, matrix_file: Path, allocator: str, 
             "HARNESS_ALLOCATOR_USED"), "peak_rss_mb": r.get("peak_rss_mb")}
 
 
-def reference_turn(cell_id: str, profile: str, matrix_file: Path, data_dir: str) -> dict:
+def reference_turn(cell_id: str, profile: str, matrix_file: Path, data_dir: str, platform: str = "cpu") -> dict:
     framework = cellid.parse(cell_id).framework
     os.environ["HARNESS_ALLOCATOR"] = "system"  # the framework's settings without the harness's allocator
-    env = {**os.environ, **load_backend(framework).process_env("cpu"), "PYTHONPATH": str(REPO)}
+    env = {**os.environ, **load_backend(framework).process_env(platform), "PYTHONPATH": str(REPO)}
     proc = subprocess.run([sys.executable, __file__, "--reference", cell_id, "--profile", profile, "--matrix",
-                           str(matrix_file), "--data-dir", data_dir], capture_output=True, text=True, env=env,
-                          cwd=tempfile.gettempdir())
+                           str(matrix_file), "--data-dir", data_dir, "--platform", platform], capture_output=True,
+                          text=True, env=env, cwd=tempfile.gettempdir())
     if proc.returncode != 0:
         raise RuntimeError(f"reference failed: {proc.stderr.strip()[-500:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def reference_child(cell_id: str, profile: str, matrix_file: Path, data_dir: str) -> dict:
+def reference_child(cell_id: str, profile: str, matrix_file: Path, data_dir: str, platform: str = "cpu") -> dict:
     """In this fresh process: the framework's context as the back-end sets it, the reference loop, one warm-up
     epoch and one timed epoch (the device synchronised before the clock is read)."""
+    from benchmarks.reference_gap import build_reference, set_up_on
     from harness import data as datasets
-    from harness.inprocess import set_up
-    from harness.models import reference_module
 
     cell = next(c for c in matrix.load(matrix_file).expand(profile) if c.id == cell_id)
     dataset = cell.dataset
     real = Path(data_dir, datasets.module(dataset).FOLDER).is_dir() and dataset != "cifar10"
     folder = str(datasets.prepare(dataset, Path(data_dir), False)) if real else None
-    s = set_up(cell, folder, until="data")
-    reference = reference_module(cell.model, cell.framework).build(
-        s.data, s.ctx.hparams, cell.spec, cell.seed, cell.amp)
+    s = set_up_on(cell, folder, platform, until="data")
+    reference = build_reference(s)
     reference.train_epoch(0)
     t = time.perf_counter()
     reference.train_epoch(1)
@@ -140,11 +141,12 @@ def main() -> int:
     p.add_argument("--allocator", default="auto", help="HARNESS_ALLOCATOR of the harness side")
     p.add_argument("--data-dir", default=str(REPO.parent / "shared" / "data"))
     p.add_argument("--out", type=Path)
+    p.add_argument("--platform", default="cpu", choices=("cpu", "cuda", "ascend"))
     p.add_argument("--reference", help=argparse.SUPPRESS)
     p.add_argument("--matrix", type=Path, help=argparse.SUPPRESS)
     a = p.parse_args()
     if a.reference:
-        print(json.dumps(reference_child(a.reference, a.profile, a.matrix, a.data_dir)))
+        print(json.dumps(reference_child(a.reference, a.profile, a.matrix, a.data_dir, a.platform)))
         return 0
     print(f"load average before: {loadavg()}  (1, 5, 15 min; {os.cpu_count()} cores)", flush=True)
     rows = []
@@ -158,15 +160,17 @@ def main() -> int:
             b = cell.spec.hparams.get("batch", "full")
             name = f"{cell.model} b{b} {cell.framework} {cell.mode} amp-{cell.amp}"
             try:
-                pairs = alternate(partial(harness_turn, cell.id, a.profile, mfile, a.allocator, a.data_dir),
-                                  partial(reference_turn, cell.id, a.profile, mfile, a.data_dir), a.rounds)
+                pairs = alternate(partial(harness_turn, cell.id, a.profile, mfile, a.allocator, a.data_dir, a.platform),
+                                  partial(reference_turn, cell.id, a.profile, mfile, a.data_dir, a.platform),
+                                  a.rounds)
             except RuntimeError as e:
                 print(f"{name:<40} failed: {e}", flush=True)
                 rows.append({"cell": cell.id, "batch": b, "status": "failed", "error": str(e)})
                 continue
             ratios = [h["throughput"] / r["throughput"] for h, r in pairs]
             row = {"cell": cell.id, "model": cell.model, "framework": cell.framework, "mode": cell.mode,
-                   "amp": cell.amp, "batch": b, "profile": a.profile, "unit": cell.spec.throughput_unit,
+                   "amp": cell.amp, "batch": b, "profile": a.profile, "platform": a.platform,
+                   "unit": cell.spec.throughput_unit,
                    "allocator_requested": a.allocator, "allocator": pairs[0][0]["allocator"], "status": "ok",
                    "harness": median(h["throughput"] for h, _ in pairs),
                    "reference": median(r["throughput"] for _, r in pairs), "ratio": median(ratios),

@@ -13,8 +13,15 @@ configuration: the median steady throughput of each and the median of the per-ro
 writes the table as JSON; `python -m harness report` shows it when the file lies in a run folder as
 `reference_gap.json`.
 
+`--platform cuda|ascend` runs both on the accelerator (the reference loops take the device: PyTorch's documented GPU
+loop, see each reference_pytorch.py). `--preset accelerator` is the accelerator's one command: ResNet50 and the GRU at
+the paper's batch 128 and BERT-base at batch 256 x sequence 128 (the matrix's accelerator profile), PyTorch eager,
+fp32 and AMP, each turn long enough to time (>= ~2 s on an H200); `--tiny` shrinks it to the quick profile's sizes,
+one round, to check that it runs end to end on CPU.
+
     python benchmarks/reference_gap.py [--models resnet50,gru,gcn] [--amp off,O2] [--rounds 4] [--profile quick]
-        [--train-samples N] [--out FILE]
+        [--train-samples N] [--platform cpu|cuda|ascend] [--out FILE]
+    python benchmarks/reference_gap.py --preset accelerator --platform cuda --data-dir DIR --out FILE [--tiny]
 """
 
 from __future__ import annotations
@@ -34,12 +41,14 @@ from statistics import median
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from benchmarks import loadavg  # noqa: E402
 from benchmarks.alternate import alternate  # noqa: E402
 from harness import cellid, envinfo, matrix  # noqa: E402
 from harness import data as datasets  # noqa: E402
+from harness.context import CellContext  # noqa: E402
 from harness.frameworks import backend as load_backend  # noqa: E402
-from harness.inprocess import set_up  # noqa: E402
-from harness.models import reference_module  # noqa: E402
+from harness.inprocess import InProcess, set_up  # noqa: E402
+from harness.models import model_module, reference_module  # noqa: E402
 
 MODES = {"pytorch": ["eager"], "mindspore": ["graph", "pynative"]}
 AMP = {"pytorch": {"off": "off", "O2": "O2"}, "mindspore": {"off": "off", "O2": "O2"}}
@@ -48,21 +57,54 @@ AMP = {"pytorch": {"off": "off", "O2": "O2"}, "mindspore": {"off": "off", "O2": 
 TRAIN_SAMPLES = {"resnet50": 48, "gru": 256, "googlenet": 256, "lstm": 1024, "bert": 64}
 # GCN: a full-batch epoch takes 0.01-0.1 s; 100 a turn make each turn 1-10 s (at 20, 0.5 s turns spread 0.8-1.3).
 EPOCHS_PER_BLOCK = {"resnet50": 1, "gru": 1, "gcn": 100, "googlenet": 1, "lstm": 1, "bert": 1}
+# The accelerator's one command (`--preset accelerator`). Samples an epoch (None: the profile's) and epochs a turn, for
+# a turn of >= ~2 s on an H200 (its rates measured there with this preset): ResNet50 at 6,000-7,200 images/s on
+# synthetic CIFAR-10's 4,992 images an epoch (3 epochs, 2.1-2.5 s); the GRU at ~14,000 pairs/s on Multi30K's 29,000
+# (one epoch, ~2 s); BERT-base at ~600 sequences/s in fp32 (8 steps of 256, ~3.4 s) and ~2,900 with AMP (24 steps,
+# ~2.1 s). One round: the whole command takes ~140 s there, most of it start-up, data and cuDNN's autotuning.
+PRESETS = {"accelerator": {"profile": "accelerator", "models": "resnet50,gru,bert", "frameworks": "pytorch",
+                           "modes": "eager", "amp": "off,O2", "rounds": 1,
+                           "train_samples": {"bert/off": 2048, "bert/O2": 6144}, "epochs_per_block": {"resnet50": 3}}}
+# --tiny: the same configurations at the quick profile's sizes, one round: it runs end to end in a few minutes on CPU.
+TINY = {"profile": "quick", "rounds": 1, "train_samples": {}, "epochs_per_block": {}}
+
+
+def set_up_on(cell, folder: str | None, platform: str, until: str = "workload") -> InProcess:
+    """harness.inprocess.set_up on `platform` (set_up itself sets a cell up on CPU): the back-end's setup(), the data,
+    the model file's workload (unless `until` is "data"), as the child process does on that platform."""
+    if platform == "cpu":
+        return set_up(cell, folder, until=until)
+    ctx = CellContext(cell=cell, platform=platform, repeat=0, data_folder=folder, synthetic=folder is None)
+    backend = load_backend(cell.framework)
+    ctx.settings = backend.setup(ctx)
+    s = InProcess(ctx, backend, datasets.for_context(ctx))
+    if until == "workload":
+        s.workload = model_module(cell.model, cell.framework).build(ctx, s.data)
+    return s
+
+
+def build_reference(s: InProcess):
+    """The cell's reference loop on the cell's device (PyTorch's references take it; MindSpore's use the context's)."""
+    cell = s.ctx.cell
+    kwargs = {"device": str(s.backend.device(s.ctx))} if cell.framework == "pytorch" and s.ctx.platform != "cpu" else {}
+    return reference_module(cell.model, cell.framework).build(s.data, s.ctx.hparams, cell.spec, cell.seed, cell.amp,
+                                                              **kwargs)
 
 
 def measure(cell_id: str, rounds: int, data_dir: str | None, profile: str = "quick",
-            train_samples: int | None = None) -> dict:
+            train_samples: int | None = None, platform: str = "cpu", epochs_per_block: int | None = None) -> dict:
     """In this process: build the harness workload and the reference, warm both, then alternate."""
     cell = next(c for c in matrix.load().expand(profile) if c.id == cell_id)
-    k = EPOCHS_PER_BLOCK[cell.model]
-    samples = train_samples or TRAIN_SAMPLES.get(cell.model, cell.spec.train_samples)
+    k = epochs_per_block or EPOCHS_PER_BLOCK[cell.model]
+    samples = train_samples or (TRAIN_SAMPLES.get(cell.model, cell.spec.train_samples) if profile == "quick"
+                                else cell.spec.train_samples)
     # 2 + rounds * k epochs: the learning-rate schedules cover every epoch run here
     cell = replace(cell, spec=replace(cell.spec, epochs=2 + rounds * k, train_samples=samples))
     folder = str(datasets.prepare(cell.dataset, Path(data_dir), False)) if data_dir else None
-    s = set_up(cell, folder)
+    s = set_up_on(cell, folder, platform)
     ctx, backend, workload = s.ctx, s.backend, s.workload
     ref_mod = reference_module(cell.model, cell.framework)
-    reference = ref_mod.build(s.data, ctx.hparams, cell.spec, cell.seed, cell.amp)
+    reference = build_reference(s)
     next_epoch = {"reference": 0}
 
     def harness_block() -> float:
@@ -94,7 +136,9 @@ def measure(cell_id: str, rounds: int, data_dir: str | None, profile: str = "qui
             "reference": median(r for _, r in pairs), "ratio": median(ratios), "ratios": ratios,
             "rounds": [{"harness": h, "reference": r} for h, r in pairs],
             "first_epoch_s": {"harness": warm_h, "reference": warm_r},
-            "samples_per_block": k * workload.samples_per_epoch, "reference_loop": ref_mod.__doc__.splitlines()[0]}
+            "samples_per_block": k * workload.samples_per_epoch, "reference_loop": ref_mod.__doc__.splitlines()[0],
+            "platform": platform, "settings": {k: v for k, v in ctx.settings.items() if k != "cpu_cores"},
+            "prefetch": getattr(workload, "prefetch", None)}
 
 
 def main() -> int:
@@ -109,14 +153,27 @@ def main() -> int:
     p.add_argument("--data-dir", default=str(REPO.parent / "shared" / "data"))
     p.add_argument("--synthetic", action="store_true")
     p.add_argument("--out", type=Path, help="also write the results as JSON here")
+    p.add_argument("--platform", default="cpu", choices=("cpu", "cuda", "ascend"))
+    p.add_argument("--preset", choices=sorted(PRESETS), help="a named set of configurations and sizes (see above)")
+    p.add_argument("--tiny", action="store_true", help="with --preset: the quick profile's sizes, one round")
     p.add_argument("--child", help=argparse.SUPPRESS)
+    p.add_argument("--epochs-per-block", type=int, help=argparse.SUPPRESS)
     a = p.parse_args()
     if a.child:
         dataset = matrix.load().data["models"][cellid.parse(a.child).model]["dataset"]
         folder = datasets.module(dataset).FOLDER
         data_dir = None if a.synthetic or not Path(a.data_dir, folder).is_dir() else a.data_dir
-        print(json.dumps(measure(a.child, a.rounds, data_dir, a.profile, a.train_samples)))
+        print(json.dumps(measure(a.child, a.rounds, data_dir, a.profile, a.train_samples, a.platform,
+                                 a.epochs_per_block)))
         return 0
+    sizes: dict = {"train_samples": {}, "epochs_per_block": {}}
+    if a.preset:
+        preset = PRESETS[a.preset] | (TINY if a.tiny else {})
+        for key in ("profile", "models", "frameworks", "modes", "amp", "rounds"):
+            setattr(a, key, preset[key])
+        sizes = preset
+    print(f"load average before: {loadavg()}  (1, 5, 15 min; {os.cpu_count()} cores); platform {a.platform}",
+          flush=True)
     want = {"model": a.models.split(","), "framework": a.frameworks.split(","), "mode": a.modes.split(","),
             "amp": a.amp.split(",")}
     cells = [c for c in matrix.load().expand(a.profile) if c.kind == "model" and c.devices == 1
@@ -126,10 +183,15 @@ def main() -> int:
     print(f"{'configuration':<44} {'harness':>10} {'reference':>10} {'ratio':>6}  per round")
     rows = []
     for cell in cells:
-        env = {**os.environ, **load_backend(cell.framework).process_env("cpu"), "PYTHONPATH": str(REPO)}
+        env = {**os.environ, **load_backend(cell.framework).process_env(a.platform),
+               "PYTHONPATH": os.pathsep.join(filter(None, (str(REPO), os.environ.get("PYTHONPATH"))))}
         args = [sys.executable, __file__, "--child", cell.id, "--rounds", str(a.rounds), "--data-dir", a.data_dir]
-        args += ["--profile", a.profile] + (["--synthetic"] if a.synthetic else [])
-        args += ["--train-samples", str(a.train_samples)] if a.train_samples else []
+        args += ["--profile", a.profile, "--platform", a.platform] + (["--synthetic"] if a.synthetic else [])
+        samples = a.train_samples or sizes["train_samples"].get(f"{cell.model}/{cell.amp}",
+                                                                  sizes["train_samples"].get(cell.model))
+        args += ["--train-samples", str(samples)] if samples else []
+        k = sizes["epochs_per_block"].get(cell.model)
+        args += ["--epochs-per-block", str(k)] if k else []
         proc = subprocess.run(args, capture_output=True, text=True, env=env, cwd=tempfile.gettempdir())
         name = f"{cell.model} {cell.framework} {cell.mode} amp-{cell.amp}"
         if proc.returncode != 0:
@@ -141,12 +203,15 @@ def main() -> int:
         per_round = " ".join(f"{x:.2f}" for x in r["ratios"])
         flag = "" if r["ratio"] >= 0.95 else "  < 0.95"
         print(f"{name:<44} {r['harness']:>10,.1f} {r['reference']:>10,.1f} {r['ratio']:>6.3f}  {per_round}"
-              f"  ({r['unit']}){flag}", flush=True)
+              f"  ({r['unit']}, {r['samples_per_block']} a turn, first epoch {r['first_epoch_s']['harness']:.1f} s)"
+              f"{flag}", flush=True)
+    print(f"load average after: {loadavg()}", flush=True)
     if a.out:
         a.out.parent.mkdir(parents=True, exist_ok=True)
         host = envinfo.capture(probe_frameworks=False).get("cpu")
         a.out.write_text(json.dumps({"measured_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
-                                     "command": " ".join(sys.argv), "host": host, "rows": rows}, indent=1))
+                                     "command": " ".join(sys.argv), "platform": a.platform, "host": host,
+                                     "rows": rows}, indent=1))
         print(f"written: {a.out}")
     return 0
 

@@ -148,6 +148,23 @@ def optimizer_options(ctx, name: str) -> dict:
     return {"fused": True} if fused else {}
 
 
+def defined_momentum(optimizer) -> None:
+    """Zero momentum buffers for a fused SGD before its first step. Fused SGD allocates them with torch.empty_like on
+    its first step and fills them in the kernel that GradScaler's found_inf skips; fp16's first loss scales overflow,
+    so the first step is skipped, the buffers stay uninitialised and later updates are NaN (seen on an H200 with
+    torch 2.11: ResNet50's AMP loss NaN from the fourth step, the loss scale down to 32; the default implementation
+    trained). With dampening 0 (every model here) a zero buffer gives the same first update:
+    buf = momentum * 0 + grad."""
+    import torch
+
+    d = optimizer.defaults
+    if not d.get("fused") or not d.get("momentum") or d.get("dampening"):
+        return
+    for group in optimizer.param_groups:
+        for p in group["params"]:
+            optimizer.state[p].setdefault("momentum_buffer", torch.zeros_like(p))
+
+
 def prefetch_depth(ctx) -> int:
     """Batches built ahead of the step: the hparam `prefetch` where the cell sets it, else PREFETCH_DEPTH on cuda and
     ascend and 0 on CPU, where the step and the host pipeline share the same cores (the synchronous path the CPU

@@ -9,18 +9,21 @@ Same as the harness cell: the shared initial weights (harness.models.bert.init_w
 layout: query, key and value packed into in_proj_weight), the sequences, masks and batches in the harness's order
 (harness.models.bert.Corpus), the hyperparameters and the schedule (harness.models.bert.lr_factor).
 
-AMP: torch.autocast("cpu", bfloat16) around the forward pass; the loss in fp32; no GradScaler on CPU.
+AMP: torch.autocast("cpu", bfloat16) around the forward pass; the loss in fp32; no GradScaler on CPU. Given a CUDA
+device, PyTorch's documented GPU way: a DataLoader worker building batches ahead into pinned memory, non_blocking
+copies, the fused AdamW, torch.autocast("cuda", float16) with a GradScaler, the losses kept on the device until the
+epoch's end.
 """
 
 from __future__ import annotations
 
-import contextlib
 from collections import OrderedDict
 
 import torch
 from torch import nn
 
 from harness.models.bert import Corpus, init_weights, lr_factor, steps_total
+from harness.models.resnet50.reference_pytorch import amp_tools, gpu_batches
 
 
 class BertForMaskedLM(nn.Module):
@@ -59,47 +62,50 @@ class BertForMaskedLM(nn.Module):
         self.load_state_dict(state)
 
     def forward(self, ids, keys, positions):
-        pos = torch.arange(ids.size(1))
+        pos = torch.arange(ids.size(1), device=ids.device)
         x = self.dropout(self.norm(self.word(ids) + self.position(pos) + self.token_type(torch.zeros_like(ids))))
         x = self.encoder(x, src_key_padding_mask=keys == 0)
         return self.decoder(self.transform(x.reshape(-1, x.size(-1))[positions]))
 
 
 class Reference:
-    def __init__(self, data: dict, hp: dict, spec, seed: int, amp: str):
+    def __init__(self, data: dict, hp: dict, spec, seed: int, amp: str, device="cpu"):
+        self.device = torch.device(device)
         self.corpus = Corpus(data, hp, spec, seed)
         self.batch = int(hp["batch"])
         self.samples_per_epoch = self.corpus.n_train // self.batch * self.batch
-        self.model = BertForMaskedLM(init_weights(seed, self.corpus.vocab_size, hp), hp)
+        self.model = BertForMaskedLM(init_weights(seed, self.corpus.vocab_size, hp), hp).to(self.device)
         no_decay = ("bias", "norm")  # every LayerNorm's name here has "norm" in it (norm, norm1, norm2, transform.norm)
         params = list(self.model.named_parameters())
         groups = [{"params": [p for n, p in params if not any(k in n for k in no_decay)],
                    "weight_decay": hp["weight_decay"]},
                   {"params": [p for n, p in params if any(k in n for k in no_decay)], "weight_decay": 0.0}]
-        self.optimizer = torch.optim.AdamW(groups, lr=hp["lr"], betas=(hp["adam_beta1"], hp["adam_beta2"]), eps=1e-6)
+        self.optimizer = torch.optim.AdamW(groups, lr=hp["lr"], betas=(hp["adam_beta1"], hp["adam_beta2"]), eps=1e-6,
+                                           **({"fused": True} if self.device.type == "cuda" else {}))
         total = steps_total(self.corpus, hp, spec)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer,
                                                            lambda s: lr_factor(s, hp["warmup_steps"], total))
         self.criterion = nn.CrossEntropyLoss(reduction="none")
         self.amp = amp != "off"
+        self.autocast, self.scaler = amp_tools(self.device, self.amp)
 
     def train_epoch(self, epoch: int) -> float:
         self.model.train()
-        total, steps = 0.0, 0
-        for batch in self.corpus.train_batches(self.batch, epoch):
-            ids, keys, positions, labels, weights = (torch.from_numpy(a) for a in batch)
+        losses = []
+        for batch in gpu_batches(self.device, self.corpus.train_batches(self.batch, epoch)):
+            ids, keys, positions, labels, weights = (torch.as_tensor(a).to(self.device, non_blocking=True)
+                                                     for a in batch)
             self.optimizer.zero_grad(set_to_none=True)
-            autocast = torch.autocast("cpu", dtype=torch.bfloat16) if self.amp else contextlib.nullcontext()
-            with autocast:
+            with self.autocast:
                 logits = self.model(ids.long(), keys, positions.long())
             loss = (self.criterion(logits.float(), labels.long()) * weights).sum() / (weights.sum() + 1e-5)
-            loss.backward()
-            self.optimizer.step()
+            self.scaler.scale(loss).backward()
+            self.scaler.step(self.optimizer)
+            self.scaler.update()
             self.scheduler.step()
-            total += loss.item()
-            steps += 1
-        return total / steps
+            losses.append(loss.detach())
+        return torch.stack(losses).mean().item()
 
 
-def build(data: dict, hp: dict, spec, seed: int, amp: str) -> Reference:
-    return Reference(data, hp, spec, seed, amp)
+def build(data: dict, hp: dict, spec, seed: int, amp: str, device="cpu") -> Reference:
+    return Reference(data, hp, spec, seed, amp, device)

@@ -11,6 +11,7 @@ from harness.frameworks.pytorch import device as device_of
 from harness.models._pytorch import (
     ImageProbes,
     compiled,
+    defined_momentum,
     device_batches,
     mixed_precision,
     optimizer_options,
@@ -81,6 +82,7 @@ class Workload(ImageProbes):
                                     {"params": [p for n, p in named.items() if not decays(n)], "weight_decay": 0.0}],
                                    lr=hp["lr"], momentum=hp["momentum"], dampening=0.0, nesterov=False,
                                    **optimizer_options(ctx, "SGD"))
+        defined_momentum(self.opt)
         self.prefetch = prefetch_depth(ctx)
         self.lrs = lr_schedule(hp["lr"], hp["warmup_epochs"], ctx.cell.spec.epochs, self.n_train // self.batch)
         self.net, self.opt, self.amp = mixed_precision(ctx, self.net, self.opt)

@@ -2,7 +2,9 @@
 nn.Module (BasicConv2d blocks, Inception with nn.Sequential branches, nn.MaxPool2d / nn.AdaptiveAvgPool2d modules,
 dropout and an fc head), SGD with momentum and weight-decay parameter groups, the standard loop
 (zero_grad(set_to_none=True), forward, loss, backward, step), torch.autocast for AMP (bf16 on CPU). Contiguous
-(NCHW) memory format, as the harness's GoogLeNet trains (only its ResNet50 uses channels_last).
+(NCHW) memory format, as the harness's GoogLeNet trains (only its ResNet50 uses channels_last). Given a CUDA device,
+PyTorch's documented GPU way: a DataLoader worker building batches ahead into pinned memory, non_blocking copies,
+the fused SGD, torch.autocast("cuda", float16) with a GradScaler.
 
 Only the numpy initial weights, the architecture's widths, the batches and the learning-rate schedule come from
 harness.models.googlenet and harness.models.resnet50 (CIFAR-10 data handling)."""
@@ -15,6 +17,7 @@ from torch import nn
 
 from harness.models.googlenet import FEATURES, INCEPTION, decays, init_weights
 from harness.models.resnet50 import epoch_batches, limits, lr_schedule
+from harness.models.resnet50.reference_pytorch import amp_tools, gpu_batches
 
 
 class BasicConv2d(nn.Module):
@@ -85,8 +88,9 @@ def harness_name(name: str) -> str:
 
 
 class Reference:
-    def __init__(self, data, hp, spec, seed, amp):
+    def __init__(self, data, hp, spec, seed, amp, device="cpu"):
         self.data, self.seed, self.batch, self.amp = data, seed, int(hp["batch"]), amp != "off"
+        self.device = torch.device(device)
         self.n_train, _ = limits(spec, data, self.batch)
         self.samples_per_epoch = self.n_train
         self.model = GoogLeNet(data["num_classes"], hp["bn_momentum_pt"], hp["bn_eps"], hp["dropout"])
@@ -96,30 +100,40 @@ class Reference:
         assert len(state) == len(weights), "every initial weight is loaded"
         missing, unexpected = self.model.load_state_dict(state, strict=False)
         assert not unexpected and all(n.endswith("num_batches_tracked") for n in missing), (missing, unexpected)
+        self.model.to(self.device)
         named = dict(self.model.named_parameters())
         self.opt = torch.optim.SGD([{"params": [p for n, p in named.items() if decays(harness_name(n))],
                                      "weight_decay": hp["weight_decay"]},
                                     {"params": [p for n, p in named.items() if not decays(harness_name(n))],
                                      "weight_decay": 0.0}],
-                                   lr=hp["lr"], momentum=hp["momentum"])
+                                   lr=hp["lr"], momentum=hp["momentum"],
+                                   **({"fused": True} if self.device.type == "cuda" else {}))
+        self.autocast, self.scaler = amp_tools(self.device, self.amp)
+        if self.device.type == "cuda":
+            # Fused SGD leaves its momentum buffers uninitialised when GradScaler skips its first step (fp16's first
+            # loss scales overflow), and later updates are NaN; zero buffers give the same first update (dampening 0).
+            for p in self.model.parameters():
+                self.opt.state[p]["momentum_buffer"] = torch.zeros_like(p)
         self.lrs = lr_schedule(hp["lr"], hp["warmup_epochs"], spec.epochs, self.n_train // self.batch)
         self.step_no = 0
 
     def train_epoch(self, epoch: int) -> float:
         self.model.train()
         losses = []
-        for x, y in epoch_batches(self.data, epoch, self.seed, self.batch, self.n_train):
+        for x, y in gpu_batches(self.device, epoch_batches(self.data, epoch, self.seed, self.batch, self.n_train)):
             for group in self.opt.param_groups:
                 group["lr"] = float(self.lrs[min(self.step_no, len(self.lrs) - 1)])
             self.opt.zero_grad(set_to_none=True)
-            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.amp):
-                loss = F.cross_entropy(self.model(torch.from_numpy(x)).float(), torch.from_numpy(y))
-            loss.backward()
-            self.opt.step()
+            x, y = (torch.as_tensor(a).to(self.device, non_blocking=True) for a in (x, y))
+            with self.autocast:
+                loss = F.cross_entropy(self.model(x).float(), y)
+            self.scaler.scale(loss).backward()
+            self.scaler.step(self.opt)
+            self.scaler.update()
             losses.append(loss.detach())
             self.step_no += 1
         return torch.stack(losses).mean().item()
 
 
-def build(data, hp, spec, seed, amp):
-    return Reference(data, hp, spec, seed, amp)
+def build(data, hp, spec, seed, amp, device="cpu"):
+    return Reference(data, hp, spec, seed, amp, device)

@@ -7,16 +7,18 @@ Same as the harness cell: the shared initial weights, the decoder started from t
 source <eos>, and the epoch's batches in the harness's order (harness.models.gru.Corpus).
 
 AMP: torch.autocast("cpu", bfloat16) around the forward pass and loss; no GradScaler on CPU (bf16 needs none).
+Given a CUDA device, PyTorch's documented GPU way: a DataLoader worker building batches ahead into pinned memory,
+non_blocking copies, the fused Adam, torch.autocast("cuda", float16) with a GradScaler (unscale_ before clipping),
+and the losses kept on the device until the epoch's end.
 """
 
 from __future__ import annotations
-
-import contextlib
 
 import torch
 from torch import nn
 
 from harness.models.gru import PAD, Corpus, init_weights
+from harness.models.resnet50.reference_pytorch import amp_tools, gpu_batches
 
 
 def _load_gru(gru: nn.GRU, w: dict, prefix: str) -> None:
@@ -38,7 +40,8 @@ class Encoder(nn.Module):
 
     def forward(self, src, last):
         output, _ = self.gru(self.embedding(src))
-        return output[torch.arange(src.size(0)), last].unsqueeze(0)  # (1, B, H): the state at each <eos>
+        # (1, B, H): the state at each <eos>
+        return output[torch.arange(src.size(0), device=src.device), last].unsqueeze(0)
 
 
 class Decoder(nn.Module):
@@ -71,35 +74,40 @@ class Seq2Seq(nn.Module):
 
 
 class Reference:
-    def __init__(self, data: dict, hp: dict, spec: dict, seed: int, amp: str):
+    def __init__(self, data: dict, hp: dict, spec: dict, seed: int, amp: str, device="cpu"):
+        self.device = torch.device(device)
         self.corpus = Corpus(data, hp, spec)
         self.samples_per_epoch = self.corpus.n_train
         self.batch_size, self.seed, self.clip = hp["batch"], seed, hp["clip_norm"]
         w = init_weights(seed, len(self.corpus.src_vocab), len(self.corpus.tgt_vocab), hp["embedding"], hp["hidden"])
-        self.model = Seq2Seq(w, hp["embedding"], hp["hidden"])
+        self.model = Seq2Seq(w, hp["embedding"], hp["hidden"]).to(self.device)
         self.criterion = nn.CrossEntropyLoss(ignore_index=PAD)
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=hp["lr"],
-                                          betas=(hp["adam_beta1"], hp["adam_beta2"]), eps=hp["adam_eps"])
+                                          betas=(hp["adam_beta1"], hp["adam_beta2"]), eps=hp["adam_eps"],
+                                          **({"fused": True} if self.device.type == "cuda" else {}))
         self.amp = amp != "off"
+        self.autocast, self.scaler = amp_tools(self.device, self.amp)
 
     def train_epoch(self, epoch: int) -> float:
         self.model.train()
-        epoch_loss, steps = 0.0, 0
-        for idx in self.corpus.epoch_batches(self.batch_size, self.seed, epoch):
-            src, last, tgt_in, tgt_out = (torch.from_numpy(a).long()
-                                          for a in self.corpus.batch("train", idx, self.batch_size))
+        losses = []
+        batches = (self.corpus.batch("train", idx, self.batch_size)
+                   for idx in self.corpus.epoch_batches(self.batch_size, self.seed, epoch))
+        for batch in gpu_batches(self.device, batches):
+            src, last, tgt_in, tgt_out = (torch.as_tensor(a).long().to(self.device, non_blocking=True)
+                                          for a in batch)
             self.optimizer.zero_grad(set_to_none=True)
-            autocast = torch.autocast("cpu", dtype=torch.bfloat16) if self.amp else contextlib.nullcontext()
-            with autocast:
+            with self.autocast:
                 logits = self.model(src, last, tgt_in)
                 loss = self.criterion(logits.reshape(-1, logits.size(-1)).float(), tgt_out.reshape(-1))
-            loss.backward()
+            self.scaler.scale(loss).backward()
+            self.scaler.unscale_(self.optimizer)
             torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.clip)
-            self.optimizer.step()
-            epoch_loss += loss.item()
-            steps += 1
-        return epoch_loss / steps
+            self.scaler.step(self.optimizer)
+            self.scaler.update()
+            losses.append(loss.detach())
+        return torch.stack(losses).mean().item()
 
 
-def build(data: dict, hp: dict, spec: dict, seed: int, amp: str) -> Reference:
-    return Reference(data, hp, spec, seed, amp)
+def build(data: dict, hp: dict, spec: dict, seed: int, amp: str, device="cpu") -> Reference:
+    return Reference(data, hp, spec, seed, amp, device)

@@ -6,17 +6,18 @@ forward, loss.backward(), optimizer.step()).
 Same as the harness cell: the shared initial weights (harness.models.lstm.init_weights), the reviews, vocabulary
 and batches in the harness's order (harness.models.lstm.Corpus), the hyperparameters.
 
-AMP: torch.autocast("cpu", bfloat16) around the forward pass; the loss in fp32; no GradScaler on CPU.
+AMP: torch.autocast("cpu", bfloat16) around the forward pass; the loss in fp32; no GradScaler on CPU. Given a CUDA
+device, PyTorch's documented GPU way: a DataLoader worker building batches ahead into pinned memory, non_blocking
+copies, the fused Adam, torch.autocast("cuda", float16) with a GradScaler, the losses kept on the device.
 """
 
 from __future__ import annotations
-
-import contextlib
 
 import torch
 from torch import nn
 
 from harness.models.lstm import Corpus, init_weights
+from harness.models.resnet50.reference_pytorch import amp_tools, gpu_batches
 
 
 class SentimentLSTM(nn.Module):
@@ -31,37 +32,39 @@ class SentimentLSTM(nn.Module):
 
     def forward(self, ids, last):
         output, _ = self.lstm(self.embedding(ids))
-        return self.fc(output[torch.arange(ids.size(0)), last])
+        return self.fc(output[torch.arange(ids.size(0), device=ids.device), last])
 
 
 class Reference:
-    def __init__(self, data: dict, hp: dict, spec: dict, seed: int, amp: str):
+    def __init__(self, data: dict, hp: dict, spec: dict, seed: int, amp: str, device="cpu"):
+        self.device = torch.device(device)
         self.corpus = Corpus(data, hp, spec, seed)
         self.batch, self.seed = int(hp["batch"]), seed
         self.samples_per_epoch = self.corpus.n_train // self.batch * self.batch
         w = init_weights(seed, len(self.corpus.vocab), hp["embedding"], hp["hidden"], hp["layers"])
-        self.model = SentimentLSTM(w, hp["layers"])
+        self.model = SentimentLSTM(w, hp["layers"]).to(self.device)
         self.criterion = nn.CrossEntropyLoss()
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=hp["lr"],
-                                          betas=(hp["adam_beta1"], hp["adam_beta2"]), eps=hp["adam_eps"])
+                                          betas=(hp["adam_beta1"], hp["adam_beta2"]), eps=hp["adam_eps"],
+                                          **({"fused": True} if self.device.type == "cuda" else {}))
         self.amp = amp != "off"
+        self.autocast, self.scaler = amp_tools(self.device, self.amp)
 
     def train_epoch(self, epoch: int) -> float:
         self.model.train()
-        total, steps = 0.0, 0
-        for ids, last, label in self.corpus.train_batches(self.batch, self.seed, epoch):
-            ids, last, label = (torch.from_numpy(a).long() for a in (ids, last, label))
+        losses = []
+        for batch in gpu_batches(self.device, self.corpus.train_batches(self.batch, self.seed, epoch)):
+            ids, last, label = (torch.as_tensor(a).long().to(self.device, non_blocking=True) for a in batch)
             self.optimizer.zero_grad(set_to_none=True)
-            autocast = torch.autocast("cpu", dtype=torch.bfloat16) if self.amp else contextlib.nullcontext()
-            with autocast:
+            with self.autocast:
                 logits = self.model(ids, last)
             loss = self.criterion(logits.float(), label)
-            loss.backward()
-            self.optimizer.step()
-            total += loss.item()
-            steps += 1
-        return total / steps
+            self.scaler.scale(loss).backward()
+            self.scaler.step(self.optimizer)
+            self.scaler.update()
+            losses.append(loss.detach())
+        return torch.stack(losses).mean().item()
 
 
-def build(data: dict, hp: dict, spec: dict, seed: int, amp: str) -> Reference:
-    return Reference(data, hp, spec, seed, amp)
+def build(data: dict, hp: dict, spec: dict, seed: int, amp: str, device="cpu") -> Reference:
+    return Reference(data, hp, spec, seed, amp, device)

@@ -12,6 +12,7 @@ from harness.models._pytorch import (
     ImageProbes,
     compiled,
     data_parallel,
+    defined_momentum,
     device_batches,
     mixed_precision,
     optimizer_options,
@@ -110,6 +111,7 @@ class Workload(ImageProbes):
                                     {"params": no_decay, "weight_decay": 0.0}],
                                    lr=hp["lr"], momentum=hp["momentum"], dampening=0.0, nesterov=False,
                                    **optimizer_options(ctx, "SGD"))
+        defined_momentum(self.opt)
         self.prefetch = prefetch_depth(ctx)
         steps = self.n_train // (self.batch * ctx.world_size)
         self.lrs = lr_schedule(hp["lr"], hp["warmup_epochs"], ctx.cell.spec.epochs, steps)

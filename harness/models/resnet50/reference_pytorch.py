@@ -1,7 +1,9 @@
 """ResNet50 (CIFAR variant) trained the way PyTorch's examples train it: a torchvision-style nn.Module, SGD with
 momentum and weight-decay parameter groups, the standard loop (zero_grad(set_to_none=True), forward, loss,
 backward, step), torch.autocast for AMP (bf16 on CPU), and channels_last, as PyTorch's performance tuning guide
-recommends for convolutional networks.
+recommends for convolutional networks. Given a CUDA device, PyTorch's documented GPU way: a DataLoader worker
+building the batches ahead into pinned memory (gpu_batches), non_blocking copies, the fused SGD, and AMP as
+torch.autocast("cuda", float16) with a GradScaler.
 
 Only the numpy initial weights, the batches and the learning-rate schedule come from harness.models.resnet50."""
 
@@ -12,6 +14,32 @@ import torch.nn.functional as F
 from torch import nn
 
 from harness.models.resnet50 import decays, epoch_batches, init_weights, limits, lr_schedule
+
+
+class _Batches(torch.utils.data.IterableDataset):
+    def __init__(self, batches):
+        self.batches = batches
+
+    def __iter__(self):
+        return iter(self.batches)
+
+
+def gpu_batches(device: torch.device, batches):
+    """The batches as a loop on `device` reads them: on CPU the generator itself; on a GPU through PyTorch's
+    documented input pipeline, a DataLoader whose worker process runs the generator ahead (one worker: the order
+    stays the generator's) with pin_memory=True, so that .to(device, non_blocking=True) copies without waiting."""
+    if device.type == "cpu":
+        return batches
+    return torch.utils.data.DataLoader(_Batches(batches), batch_size=None, num_workers=1, pin_memory=True,
+                                       prefetch_factor=4, multiprocessing_context="fork")
+
+
+def amp_tools(device: torch.device, amp: bool):
+    """(autocast, GradScaler) as PyTorch's AMP recipe writes them: bf16 without loss scaling on CPU, fp16 with a
+    GradScaler on a GPU."""
+    cpu = device.type == "cpu"
+    autocast = torch.autocast(device.type, dtype=torch.bfloat16 if cpu else torch.float16, enabled=amp)
+    return autocast, torch.amp.GradScaler(device.type, enabled=amp and not cpu)
 
 LAYERS = (3, 4, 6, 3)
 WIDTHS = (64, 128, 256, 512)
@@ -62,38 +90,48 @@ class ResNet(nn.Module):
 
 
 class Reference:
-    def __init__(self, data, hp, spec, seed, amp):
+    def __init__(self, data, hp, spec, seed, amp, device="cpu"):
         self.data, self.seed, self.batch, self.amp = data, seed, int(hp["batch"]), amp != "off"
+        self.device = torch.device(device)
         self.n_train, _ = limits(spec, data, self.batch)
         self.samples_per_epoch = self.n_train
         self.model = ResNet(data["num_classes"], hp["bn_momentum_pt"], hp["bn_eps"])
         weights = init_weights(seed, data["num_classes"])
         self.model.load_state_dict({k: torch.from_numpy(v) for k, v in weights.items()}, strict=False)
-        self.model = self.model.to(memory_format=torch.channels_last)
+        self.model = self.model.to(self.device, memory_format=torch.channels_last)
         named = dict(self.model.named_parameters())
         self.opt = torch.optim.SGD([{"params": [p for n, p in named.items() if decays(n)],
                                      "weight_decay": hp["weight_decay"]},
                                     {"params": [p for n, p in named.items() if not decays(n)], "weight_decay": 0.0}],
-                                   lr=hp["lr"], momentum=hp["momentum"])
+                                   lr=hp["lr"], momentum=hp["momentum"],
+                                   **({"fused": True} if self.device.type == "cuda" else {}))
+        self.autocast, self.scaler = amp_tools(self.device, self.amp)
+        if self.device.type == "cuda":
+            # Fused SGD leaves its momentum buffers uninitialised when GradScaler skips its first step (fp16's first
+            # loss scales overflow), and later updates are NaN; zero buffers give the same first update (dampening 0).
+            for p in self.model.parameters():
+                self.opt.state[p]["momentum_buffer"] = torch.zeros_like(p)
         self.lrs = lr_schedule(hp["lr"], hp["warmup_epochs"], spec.epochs, self.n_train // self.batch)
         self.step_no = 0
 
     def train_epoch(self, epoch: int) -> float:
         self.model.train()
         losses = []
-        for x, y in epoch_batches(self.data, epoch, self.seed, self.batch, self.n_train):
+        for x, y in gpu_batches(self.device, epoch_batches(self.data, epoch, self.seed, self.batch, self.n_train)):
             for group in self.opt.param_groups:
                 group["lr"] = float(self.lrs[min(self.step_no, len(self.lrs) - 1)])
             self.opt.zero_grad(set_to_none=True)
-            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.amp):
-                images = torch.from_numpy(x).contiguous(memory_format=torch.channels_last)
-                loss = F.cross_entropy(self.model(images).float(), torch.from_numpy(y))
-            loss.backward()
-            self.opt.step()
+            images = torch.as_tensor(x).to(self.device, memory_format=torch.channels_last, non_blocking=True)
+            labels = torch.as_tensor(y).to(self.device, non_blocking=True)
+            with self.autocast:
+                loss = F.cross_entropy(self.model(images).float(), labels)
+            self.scaler.scale(loss).backward()
+            self.scaler.step(self.opt)
+            self.scaler.update()
             losses.append(loss.detach())
             self.step_no += 1
         return torch.stack(losses).mean().item()
 
 
-def build(data, hp, spec, seed, amp):
-    return Reference(data, hp, spec, seed, amp)
+def build(data, hp, spec, seed, amp, device="cpu"):
+    return Reference(data, hp, spec, seed, amp, device)
