@@ -170,7 +170,11 @@ def prefetch_depth(ctx) -> int:
     ascend and 0 on CPU, where the step and the host pipeline share the same cores (the synchronous path the CPU
     reference gaps were measured with)."""
     depth = ctx.hparams.get("prefetch")
-    return int(depth) if depth is not None else (0 if ctx.platform == "cpu" else PREFETCH_DEPTH)
+    depth = int(depth) if depth is not None else (0 if ctx.platform == "cpu" else PREFETCH_DEPTH)
+    if hasattr(ctx, "settings"):
+        ctx.settings["host_pipeline"] = (f"prefetch thread, {depth} batches ahead, pinned memory, non_blocking copies"
+                                         if depth > 0 else "synchronous, one batch at a time")
+    return depth
 
 
 def device_batches(ctx, dev, batches, host, to_device, depth: int | None = None):
