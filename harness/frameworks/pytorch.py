@@ -114,7 +114,11 @@ def profile_ops(ctx, run, folder: str, window: dict[str, Any] | None = None) -> 
     the profiler and its parsing cost a few seconds, not an epoch's worth; with `count_flops`, the first step runs
     under torch.utils.flop_counter.FlopCounterMode, unrecorded. Filled in: steps, window_s (the recorded steps' wall
     time, the device synchronised at both ends), kernels ((name, start s, end s) of the device's kernels and copies),
-    flops_per_step. No shapes, stacks or memory are recorded: they cost host time per op."""
+    flops_per_step. No shapes, stacks or memory are recorded: they cost host time per op.
+
+    A `window` without `active` (a CPU's pass) asks for the count only: the first step runs under the counter and the
+    profiler starts after it, so every later step is recorded as before; filled in: flops_per_step and counted_s (the
+    counted step's wall time, the profiler's start included, for the pass to leave out of its profiled steps)."""
     import torch
 
     if ctx.platform == "ascend":
@@ -129,6 +133,8 @@ def profile_ops(ctx, run, folder: str, window: dict[str, Any] | None = None) -> 
         with prof_mod.profile(activities=acts) as prof:
             run()
             synchronize(ctx)
+    elif "active" not in window:   # a count only (a CPU's pass): every step after the counted one recorded
+        prof = _counted_first(run, prof_mod, acts, window)
     else:
         _windowed(ctx, run, prof_mod, acts, window)
         prof = window.pop("_prof")
@@ -158,13 +164,49 @@ def profile_ops(ctx, run, folder: str, window: dict[str, Any] | None = None) -> 
         us = e.self_device_time_total if ctx.platform != "cpu" else e.self_cpu_time_total
         t, n = ops.get(key, (0.0, 0))
         ops[key] = (t + us / 1e6, n + (key == e.name))
-    if window is not None:
+    if window is not None and "active" in window:
         window["kernels"] = kernels
         window["source"] = "torch_npu.profiler" if ctx.platform == "ascend" else "torch.profiler"
     os.makedirs(folder, exist_ok=True)
     with open(os.path.join(folder, "ops.txt"), "w") as f:
         f.write(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=40, max_name_column_width=60))
     return ops
+
+
+def _counted_first(run, prof_mod, acts, window: dict[str, Any]):
+    """run() with its first optimizer step under FlopCounterMode and the profiler recording every step after it: the
+    count costs the counter's own time on one step the pass runs anyway, and that step's time (the counter slows it)
+    goes to no op. Returns the profiler object."""
+    import time
+
+    from torch.optim.optimizer import register_optimizer_step_post_hook
+    from torch.utils.flop_counter import FlopCounterMode
+
+    counter = FlopCounterMode(display=False)
+    prof = prof_mod.profile(activities=acts)
+    t0 = time.perf_counter()
+
+    def hook(optimizer, args, kwargs) -> None:
+        nonlocal counter
+        if counter is None:
+            return
+        counter.__exit__(None, None, None)
+        window["flops_per_step"] = counter.get_total_flops() or None
+        counter = None
+        prof.start()
+        window["counted_s"] = time.perf_counter() - t0
+
+    handle = register_optimizer_step_post_hook(hook)
+    counter.__enter__()
+    try:
+        run()
+    finally:
+        handle.remove()
+        if counter is not None:   # no optimizer step ran: nothing was counted, nothing recorded
+            counter.__exit__(None, None, None)
+            prof.start()
+        prof.stop()
+    return prof
 
 
 def _windowed(ctx, run, prof_mod, acts, window: dict[str, Any]) -> None:

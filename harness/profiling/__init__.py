@@ -143,11 +143,14 @@ DEVICE_STEPS = 15
 def profiled_epoch(ctx, backend, workload, measured_epoch_s: float | None) -> dict[str, Any]:
     """More training under the framework's profiler, after the measured epochs: it counts toward no throughput and no
     time to target. On a CPU, one epoch or as many as reach PROFILED_MIN_S of wall time (at most PROFILED_MAX_EPOCHS),
-    so that a short step's ops are read over several steps; their wall time is read inside the profiled block.
+    so that a short step's ops are read over several steps; their wall time is read inside the profiled block. A
+    PyTorch cell's first step there runs under the FLOP counter instead of the profiler (the back-end's profile_ops),
+    and its time is left out of the profiled steps'.
     On an accelerator, epochs until a window of DEVICE_STEPS steps is recorded (the backend marks the steps and times
     the window between two synchronisations, harness.profiling.device), with the device's busy time beside the ops.
     `profiler_cost`: the profiled step's wall time over the measured step's, less 1; `pass_s`: the seconds the whole
-    pass took (the profiler's start, the steps, its stop and the parsing)."""
+    pass took (the profiler's start, the steps, its stop and the parsing). `flops_per_sample` (PyTorch): the model's
+    FLOPs per training sample, one step's forward and backward under torch.utils.flop_counter over its samples."""
     from harness.profiling import device as dev
 
     walls: list[float] = []
@@ -158,11 +161,17 @@ def profiled_epoch(ctx, backend, workload, measured_epoch_s: float | None) -> di
     if on_device:
         window = {"warmup": DEVICE_WARMUP, "active": DEVICE_STEPS, "count_flops": True,
                   "samples_per_step": batch or workload.samples_per_epoch}
+    elif ctx.cell.framework == "pytorch":
+        # The model's FLOPs per sample on a CPU too: the pass's first step runs under the FLOP counter, unrecorded
+        # (the back-end starts its profiler after it). A MindSpore cell takes its PyTorch twin's count (the report).
+        window = {"count_flops": True, "samples_per_step": batch or workload.samples_per_epoch}
     need = (2 + DEVICE_WARMUP + DEVICE_STEPS) if on_device else 0   # the FLOP-counting step, the warm-up, the window
+    counted = int(window is not None and not on_device)   # the CPU's counted step, which no profile holds
 
     def run() -> None:
         while not walls or len(walls) < PROFILED_MAX_EPOCHS and (
-                per_epoch * len(walls) < need if on_device else sum(walls) < PROFILED_MIN_S):
+                per_epoch * len(walls) < need if on_device
+                else sum(walls) < PROFILED_MIN_S or per_epoch * len(walls) <= counted):
             t = time.perf_counter()
             workload.train_epoch()
             backend.synchronize(ctx)
@@ -173,7 +182,10 @@ def profiled_epoch(ctx, backend, workload, measured_epoch_s: float | None) -> di
     epoch_s = sum(walls) / len(walls)
     steps, profiled_step = per_epoch * len(walls), epoch_s / per_epoch
     timeline = None
-    if window is not None:
+    if counted and window.get("counted_s") is not None:   # the counted step is not a profiled one
+        steps -= 1
+        profiled_step = (sum(walls) - window["counted_s"]) / steps
+    if on_device and window is not None:
         if window.get("steps"):   # the backend recorded a window of steps (PyTorch)
             steps, profiled_step = window["steps"], window["window_s"] / window["steps"]
         timeline = dev.timeline(window.get("kernels") or [], steps, window.get("window_s") or sum(walls),
@@ -186,6 +198,8 @@ def profiled_epoch(ctx, backend, workload, measured_epoch_s: float | None) -> di
     out["pass_s"] = time.perf_counter() - t0
     if window is not None and window.get("flops_per_step"):
         out["flops_per_sample"] = window["flops_per_step"] / window["samples_per_step"]
+    if counted and window.get("counted_s") is not None:
+        out["counted_step_s"] = window["counted_s"]   # the FLOP-counted step's wall time, the profiler's start with it
     out["raw"] = _bound(ctx.profile_dir)
     return out
 
