@@ -95,6 +95,47 @@ def device_clause(setting: str, profile: dict | None) -> str | None:
             f"{milliseconds(dev['measured_wait_s'])}{note}.")
 
 
+NEAR_PEAK, FAR_FROM_PEAK = 0.5, 0.2   # shares of the device's peak above / below which the limit sentence says so
+
+
+def limit_sentence(host: str, title: str, limits: dict[tuple[str, str], dict]) -> str | None:
+    """"ResNet50 on CIFAR-10, cuda, against the device's limit: PyTorch eager reaches 41.0 TFLOP/s, 61% of the NVIDIA
+    H200's fp32 peak (67.0 TFLOP/s): close to the device's limit." from the report rows' `limit` (harness.report.
+    share_of_peak), per setting of SETTINGS that has one; on a CPU the achieved rate alone (no peak is known). None
+    where no setting has a FLOP count."""
+    parts = []
+    for fw, mode in SETTINGS:
+        lim = limits.get((fw, mode))
+        if not lim:
+            continue
+        name = f"{'PyTorch' if fw == 'pytorch' else 'MindSpore'} {mode if fw == 'pytorch' else mode.upper()}"
+        text = f"{name} reaches {flop_rate(lim['flops_per_s'])}FLOP/s"
+        share = lim.get("share")
+        if share is None:
+            text += " (no peak is known for " + (f"the {lim['device']})" if lim.get("device") else "a CPU)")
+        else:
+            text += (f", {share:.0%} of the {lim['device']}'s {lim['precision']} peak "
+                     f"({flop_rate(lim['peak'])}FLOP/s)")
+            if share > 1 and lim.get("tf32"):
+                text += " (cuDNN's TF32 convolutions can pass the FP32 peak)"
+            if share >= NEAR_PEAK:
+                text += ": close to the device's limit"
+            elif share < FAR_FROM_PEAK:
+                text += ": far from the device's limit, so the host and the framework set the pace"
+        parts.append(text)
+    return f"{title}, {host}, against the device's limit: " + "; ".join(parts) + "." if parts else None
+
+
+def flop_rate(value: float | None) -> str:
+    """41.0e12 -> "41.0 T", 5.2e10 -> "52.0 G": a rate with its SI prefix, the unit (FLOP/s) left to the caller."""
+    if value is None or value != value:
+        return "–"
+    for scale, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M")):
+        if value >= scale:
+            return f"{value / scale:.1f} {prefix}"
+    return f"{value:.0f} "
+
+
 def _and(parts: list[str]) -> str:
     return ", ".join(parts[:-1]) + " and " + parts[-1] if len(parts) > 1 else parts[0]
 

@@ -217,6 +217,7 @@ def collect(runs: list[Path]) -> dict[str, Any]:
         results.setdefault(label, []).append(r)
     index = {h["label"]: measure.summarise(results.get(h["label"], [])) for h in hosts}
     rows = _efficiency_from_one_device([_row(host, index[host][c]) for host in index for c in sorted(index[host])])
+    share_of_peak(rows, hosts)
     profiles = sorted({h["meta"].get("profile") for h in hosts if h["meta"].get("profile")})
     claims = {h["label"]: claim_rules.evaluate(results.get(h["label"], []), platform=h["meta"].get("platform"),
                                                profile=h["meta"].get("profile")) for h in hosts}
@@ -227,8 +228,10 @@ def collect(runs: list[Path]) -> dict[str, Any]:
                    for h in hosts}
     return {"hosts": hosts, "rows": rows, "problems": problems, "op_ratios": operator_ratios(index),
             "served": {run: sorted(n for n in nodes if n is not None) for run, nodes in served.items()},
-            "why": explain.explanations(rows),
+            "why": _with_limits(explain.explanations(rows), rows),
             "table1": table1(rows, hosts, index), "settings": settings_summary(rows),
+            # Table I's footnote: an fp32 GPU cell's share of the FP32 peak, which TF32 convolutions can pass
+            "tf32_note": any((r.get("limit") or {}).get("tf32") and r["limit"]["share"] is not None for r in rows),
             "claims": claims, "run_caveats": run_caveats,
             # Whether any ratio has an interval (repeats): the pages then say how it is made and what it decides.
             "intervals": any(p.interval is not None for cs in claims.values() for c in cs for p in c.parts),
@@ -253,6 +256,65 @@ def _efficiency_from_one_device(rows: list[dict[str, Any]]) -> list[dict[str, An
                                               for k in ("median", "min", "max") if g.get(k) is not None}}
             r["efficiency"] = r["efficiency_spread"]["median"]
     return rows
+
+
+def device_name(platform: str | None, env: dict[str, Any]) -> str | None:
+    """The accelerator a run's cells trained on, as harness.profiling.peaks names it, from its env.json: the GPU
+    PyTorch saw (frameworks.torch.gpus[0], else nvidia-smi's first), the Ascend chip npu-smi reported; None on a
+    CPU."""
+    if platform == "cuda":
+        seen = ((env.get("frameworks") or {}).get("torch") or {}).get("gpus") or \
+            [g.get("name") for g in (env.get("nvidia") or {}).get("gpus") or [] if isinstance(g, dict)]
+        return seen[0] if seen else None
+    if platform == "ascend":
+        info = str((env.get("ascend") or {}).get("npu_smi_info") or "")
+        return "Ascend910B" if "910B" in info else "Ascend910" if "910" in info else None
+    return None
+
+
+def share_of_peak(rows: list[dict[str, Any]], hosts: list[dict[str, Any]]) -> None:
+    """Each 1-device model row's `limit`: its achieved FLOP/s and their share of its device's dense peak at its
+    precision, so that Table I says whether a comparison measures the device or the host.
+
+    The model's FLOPs per training sample are counted once per model and column group, for every framework, mode and
+    AMP level alike: the PyTorch cell whose profiled pass counted one step under torch.utils.flop_counter (its fp32
+    eager cell); a MindSpore cell takes that count, not one of its own, so both frameworks are held to the same work.
+    Achieved = FLOPs per sample x the mean throughput of the epochs after the first (samples/s); share = achieved /
+    harness.profiling.peaks.peak(device, precision), None where no peak is known (a CPU, an Ascend 910B). None as
+    a whole where no count was made (no profiled PyTorch cell of the model in the group)."""
+    from harness.profiling.peaks import AMP_PRECISION, peak
+
+    counted: dict[tuple[str, str], tuple[float, str]] = {}
+    for r in rows:
+        fps = (r.get("profile") or {}).get("flops_per_sample")
+        if r["kind"] == "model" and r["framework"] == "pytorch" and fps:
+            counted.setdefault((r["host"], r["model"]), (fps, r["cell"]))
+    platform = {h["label"]: (h["meta"].get("platform"), h["env"]) for h in hosts}
+    for r in rows:
+        r["limit"] = None
+        found = counted.get((r["host"], r["model"]))
+        rate = r["other_epochs"]["median"] if r["kind"] == "model" else None
+        if not found or rate is None or (r["devices"] or 1) * (r["nodes"] or 1) != 1:
+            continue
+        fps, source = found
+        name = device_name(*platform.get(r["host"], (r.get("platform"), {})))
+        precision = AMP_PRECISION.get(r["amp"], "fp32")
+        top = peak(name, precision)
+        achieved = fps * rate
+        r["limit"] = {"flops_per_sample": fps, "counted_by": source, "flops_per_s": achieved, "device": name,
+                      "precision": precision, "peak": top, "share": achieved / top if top else None,
+                      # cuDNN may run fp32 convolutions as TF32 from Ampere on: past 100% of the FP32 peak there
+                      "tf32": precision == "fp32" and r.get("platform") == "cuda" and "V100" not in (name or "")}
+
+
+def _with_limits(why: list[dict[str, Any]], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The "Why" entries with the sentence that says how far each compared setting's cell is from its device's
+    limit (explain.limit_sentence), from the same rows' `limit` as Table I."""
+    for e in why:
+        found = {(r["framework"], r["mode"]): r["limit"] for r in rows if r["host"] == e["host"]
+                 and r["model"] == e["model"] and r["kind"] == "model" and r["amp"] == "off" and r.get("limit")}
+        e["limit"] = explain.limit_sentence(e["host"], e["title"], found)
+    return why
 
 
 REFERENCE_GAP = "reference_gap.json"  # written into a run folder by benchmarks/reference_gap.py --out
@@ -403,6 +465,7 @@ def _environments() -> tuple[jinja2.Environment, jinja2.Environment]:
     html_env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True,
                                   undefined=jinja2.StrictUndefined)
     html_env.filters["fmt"] = fmt
+    html_env.filters["flop_rate"] = explain.flop_rate
     # LaTeX: every value from a run goes through |tex, and the delimiters avoid clashing with TeX braces.
     tex_env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=False,  # noqa: S701
                                  undefined=jinja2.StrictUndefined, block_start_string="<%", block_end_string="%>",
@@ -411,6 +474,7 @@ def _environments() -> tuple[jinja2.Environment, jinja2.Environment]:
                                  lstrip_blocks=True)
     tex_env.filters["tex"] = latex_escape
     tex_env.filters["fmt"] = fmt
+    tex_env.filters["flop_rate"] = explain.flop_rate
     for env in (html_env, tex_env):
         env.filters["interval"] = measure.interval_text
     return html_env, tex_env

@@ -69,14 +69,14 @@ def test_runs_of_two_profiles_are_two_labelled_column_groups_not_two_repeats(two
     assert round(rows["cuda (quick)"]["other_epochs"]["median"], 1) == 692.1
 
     tex = (out / "tables" / "table1.tex").read_text()
-    assert r"\multicolumn{4}{c}{cuda (gpuprobe)}& \multicolumn{4}{c}{cuda (quick)}" in tex
+    assert r"\multicolumn{6}{c}{cuda (gpuprobe)}& \multicolumn{6}{c}{cuda (quick)}" in tex
     row = _table1_row(tex, "resnet50 & pytorch & eager & off & 1 &")
-    assert row[5:9] == ["260.9", "5,270.4", "7,318", "149.4"]   # under cuda (gpuprobe)
-    assert row[9:13] == ["1.9", "692.1", "2,126", "122.7"]      # under cuda (quick)
+    assert row[5:11] == ["260.9", "5,270.4", "--", "--", "7,318", "149.4"]   # under cuda (gpuprobe)
+    assert row[11:17] == ["1.9", "692.1", "--", "--", "2,126", "122.7"]      # under cuda (quick)
     assert "2,981" not in tex
 
     table1 = html[html.index('<h2 id="table1">'):html.index('<h2 id="ttt">')]
-    assert '<th class="group" colspan="5">cuda (gpuprobe)</th><th class="group" colspan="5">cuda (quick)</th>' in table1
+    assert '<th class="group" colspan="7">cuda (gpuprobe)</th><th class="group" colspan="7">cuda (quick)</th>' in table1
     assert "ok 2/2" not in table1 and "5,270.4" in table1 and "692.1" in table1
     assert "figures/fig3-cuda-gpuprobe.pdf" in html and "figures/fig3-cuda-quick.pdf" in html
 

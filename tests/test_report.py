@@ -131,7 +131,7 @@ def test_every_verdict_is_rendered_with_its_evidence(two_hosts):
 
 def test_table1_has_a_column_group_per_host_and_memory_and_power(two_hosts):
     _, html, data = two_hosts
-    assert '<th class="group" colspan="5">cpu</th><th class="group" colspan="5">cuda</th>' in html
+    assert '<th class="group" colspan="7">cpu</th><th class="group" colspan="7">cuda</th>' in html
     gcn = next(line for line in data["table1"] if line["model"] == "gcn" and line["framework"] == "pytorch"
                and line["mode"] == "eager" and line["amp"] == "off")
     assert set(gcn["by_host"]) == {"cpu", "cuda"}
@@ -253,7 +253,7 @@ def test_latex_fragments_are_booktabs_tables(two_hosts):
     for name in report.TABLES:
         tex = (out / "tables" / f"{name}.tex").read_text()
         assert r"\toprule" in tex and r"\bottomrule" in tex, name
-    assert r"\multicolumn{4}{c}{cpu}" in (out / "tables" / "table1.tex").read_text()
+    assert r"\multicolumn{6}{c}{cpu}" in (out / "tables" / "table1.tex").read_text()
 
 
 def _tool(name: str) -> str:
