@@ -129,3 +129,14 @@ def test_a_synthetic_reference_is_read_from_its_run_json(reference):
     assert isinstance(cell, Cell)
     p = estimate.plan([(cell, 0)], reference, synthetic={"cifar10"})
     assert p["how"][RESNET] == "measured" and p["cells"] == pytest.approx(stepmodel.donors(reference)[RESNET].elapsed_s)
+
+
+def test_cudnn_autotunes_only_where_the_epochs_after_the_first_win_it_back():
+    """On a GPU cuDNN's autotuning is most of a first epoch: the quick profile's few-step cells leave it off, the
+    accelerator profile's (hundreds of steps after the first epoch) keep it on."""
+    from harness.frameworks.pytorch import autotune_pays
+
+    m = matrix.load()
+    for profile, want in (("quick", False), ("accelerator", True)):
+        c = next(c for c in m.expand(profile) if c.id == RESNET)
+        assert autotune_pays(c.spec, c.spec.hparams) is want

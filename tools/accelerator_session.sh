@@ -4,8 +4,9 @@
 #   A  the accelerator profile's PyTorch cells in its own order (the cells C1-C4 compare first), eager then compile,
 #      at one repeat, stopped at the limit (a run cut short keeps what finished and renders its report);
 #   B  the reference gap: the harness against PyTorch's own way of training the same networks (benchmarks/);
-#   C  the profiled pass's device busy time against CUDA events (benchmarks/why_crosscheck.py);
-#   D  the quick profile's PyTorch model cells, for their cost per cell on the device.
+#   C  the profiled pass's device busy time against CUDA events (benchmarks/why_device.py);
+#   D  the quick profile's PyTorch cells in its order, for their cost per cell on the device.
+# The reports are rendered where the run folders are brought back (python -m harness report DIR).
 # usage: tools/accelerator_session.sh OUT [PLATFORM]   (PLATFORM cuda by default; cpu tries the stages here, on the
 # quick profile, with small sizes). Limits: A_S B_S C_S D_S seconds (environment).
 set -u
@@ -39,20 +40,19 @@ pack() {  # pack NAME FOLDER: the folder as OUT/NAME.tgz (the profiler's raw tra
 # A: eager first (C1-C4's cells and BERT-base), then compile, in one run folder.
 run=("$py" -m harness run --platform "$platform" --profile "$profile" --out "$work/accel" "${synth[@]}"
      --repeats 1 --max-repeats 1)
-stage A-eager "${A_S:-200}" "${run[@]}" --only 'model/*/pytorch/eager/*'
-stage A-compile "${A2_S:-70}" "${run[@]}" --resume --only 'model/*/pytorch/eager/*,model/*/pytorch/compile/*'
-stage A-report 40 "$py" -m harness report "$work/accel" --out "$work/accel/report"
+stage A-eager "${A_S:-240}" "${run[@]}" --only 'model/*/pytorch/eager/*'
+pack accel "$work/accel"
+stage A-compile "${A2_S:-45}" "${run[@]}" --resume --only 'model/*/pytorch/eager/*,model/*/pytorch/compile/*'
 pack accel "$work/accel"
 
 # B: the reference gap at fp32 and AMP for ResNet50, the GRU and BERT.
 stage B-gap "${B_S:-150}" "$py" benchmarks/reference_gap.py --platform "$platform" "${small[@]}" --json "$out/reference_gap.json"
 
 # C: the profiled pass against CUDA events.
-stage C-why "${C_S:-50}" "$py" benchmarks/why_crosscheck.py --platform "$platform" "${small[@]}" --json "$out/why_crosscheck.json"
+stage C-why "${C_S:-40}" "$py" benchmarks/why_device.py --platform "$platform" --out "$out/why_device.json"
 
-# D: the quick profile's PyTorch fp32 model cells of the paper's models, for their cost per cell here.
-stage D-quick "${D_S:-60}" "$py" -m harness run --platform "$platform" --profile quick --out "$work/quick" \
-  "${synth[@]}" --repeats 1 --max-repeats 1 \
-  --only 'model/gcn/pytorch/eager/amp-off/*,model/resnet50/pytorch/eager/amp-off/*,model/gru/pytorch/eager/amp-off/*'
+# D: the quick profile's PyTorch cells in its order, for their cost per cell here.
+stage D-quick "${D_S:-50}" "$py" -m harness run --platform "$platform" --profile quick --out "$work/quick" \
+  "${synth[@]}" --repeats 1 --max-repeats 1 --only 'model/*/pytorch/*,operator/*/pytorch/*,inference/*/pytorch/*'
 pack quick "$work/quick"
 echo "=== end" >> "$log"

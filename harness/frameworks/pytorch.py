@@ -58,9 +58,13 @@ def setup(ctx) -> dict[str, Any]:
         settings["threads"] = torch.get_num_threads()
     if ctx.platform == "cuda":
         torch.cuda.set_device(ctx.local_rank)
-        # cudnn.benchmark picks the fastest convolution algorithm per shape: what a user tuning for speed sets.
-        torch.backends.cudnn.benchmark = True
-        settings["cudnn.benchmark"] = True
+        # cudnn.benchmark picks the fastest convolution algorithm per shape (what a user tuning for speed sets) by
+        # timing the candidates on each shape's first step: on a GPU most of a first epoch. It pays where the epochs
+        # after the first run enough steps to win it back; a smoke-test cell of a few steps (the quick profile's
+        # ResNet50: one step an epoch after the first) would spend its time autotuning for nothing.
+        bench = autotune_pays(ctx.cell.spec, ctx.hparams)
+        torch.backends.cudnn.benchmark = bench
+        settings["cudnn.benchmark"] = bench
     elif ctx.platform == "ascend":
         import torch_npu  # noqa: F401  (registers the 'npu' device; needs CANN at run time)
 
@@ -78,6 +82,18 @@ def setup(ctx) -> dict[str, Any]:
                                 timeout=datetime.timedelta(seconds=COLLECTIVE_TIMEOUT_S))
         settings["distributed"] = f"torchrun, {DIST_BACKEND[ctx.platform]}, {ctx.world_size} processes"
     return settings
+
+
+AUTOTUNE_STEPS = 50   # steps after the first epoch from which cuDNN's autotuning is worth its first-epoch cost
+
+
+def autotune_pays(spec: Any, hparams: Any) -> bool:
+    """Whether a cell trains at least AUTOTUNE_STEPS steps after its first epoch (a spec without epochs or sizes, a
+    passes or operator cell's, counts as long: autotuning stays on)."""
+    epochs, samples, batch = getattr(spec, "epochs", None), getattr(spec, "train_samples", None), hparams.get("batch")
+    if not epochs or not samples or not batch:
+        return True
+    return (int(epochs) - 1) * (int(samples) // int(batch)) >= AUTOTUNE_STEPS
 
 
 # torch.compile's modes the harness offers (the hparam `compile_mode` picks one).
