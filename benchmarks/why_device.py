@@ -74,7 +74,10 @@ def measure(torch, platform: str, name: str, step, steps: int) -> dict:
     from harness.profiling import device
 
     ctx = types.SimpleNamespace(platform=platform)
-    sync = (lambda: pt.synchronize(ctx))
+
+    def sync():
+        pt.synchronize(ctx)
+
     for _ in range(3):
         step()
     sync()

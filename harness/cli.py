@@ -155,16 +155,23 @@ def _estimate(args) -> int:
     device, devices, platform = args.device, args.devices, args.platform
     if device in _bookings():
         platform, device, devices = _bookings()[device]
-    run = args.reference or estimate.reference(platform, args.profile) or estimate.reference("cuda", args.profile)
-    if run is None or not (Path(run) / "run.json").is_file():
-        raise HarnessError(f"no reference run of the {args.profile} profile to estimate from (docs/runs/"
-                           f"{platform}-{args.profile}); pass one with --reference DIR")
+    if args.reference is not None:
+        if not (Path(args.reference) / "run.json").is_file():
+            raise HarnessError(f"--reference {args.reference} is not a run folder (no run.json); name one under "
+                               f"docs/runs")
+        folders = [Path(args.reference)]
+    else:
+        folders, _ = estimate.references(platform, args.profile)
+    if not folders:
+        raise HarnessError(f"no committed run to estimate the {args.profile} profile on {platform} from (docs/runs); "
+                           f"pass one with --reference DIR")
     if devices < 1:
         raise HarnessError(f"--devices {devices}: a host has at least 1 device")
     fake = {estimate.stepmodel.ALL} if args.synthetic == "all" else set(
         filter(None, (args.synthetic or "").split(",")))
-    proj = estimate.project(m, args.profile, platform, run=Path(run), device=device, devices=devices, synthetic=fake)
-    print("\n".join(estimate.projection_lines(proj, Path(run))))
+    proj = estimate.project(m, args.profile, platform, run=folders, device=device, devices=devices, synthetic=fake)
+    run = folders
+    print("\n".join(estimate.projection_lines(proj, run)))
     return 0
 
 

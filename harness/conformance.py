@@ -211,9 +211,11 @@ def _reference_problems(path: Path) -> list[str]:
         else:
             out.append(f"{_rel(path)}: build() returns no instance of a class defined there (the loop)")
     shared = set(models())
+    recipe = f"harness.models._reference_{path.stem.removeprefix('reference_')}"   # the references' own helpers
     out += [f"{_rel(path)} imports {name}: a reference loop imports nothing from the harness but framework-neutral "
-            "model packages (harness.models.<model>)" for name in harness_imports(path)
-            if not (name.startswith("harness.models.") and name.split(".")[2] in shared and name.count(".") == 2)]
+            f"model packages (harness.models.<model>) and {recipe}" for name in harness_imports(path)
+            if name != recipe
+            and not (name.startswith("harness.models.") and name.split(".")[2] in shared and name.count(".") == 2)]
     return out
 
 

@@ -60,10 +60,13 @@ class Backend(Protocol):
 
     PROFILED_MODES: tuple[str, ...]   # the modes the profiled pass (harness.profiling) takes apart
 
-    def profile_ops(self, ctx: CellContext, run: Any, folder: str) -> dict[str, tuple[float, int]]:
+    def profile_ops(self, ctx: CellContext, run: Any, folder: str,
+                    window: dict[str, Any] | None = None) -> dict[str, tuple[float, int]]:
         """run() under the framework's own profiler: op name -> (self time in seconds, calls), an op called inside
         one that has a category of its own (harness/profiling/categories.toml's scopes) counted there; the profiler's
-        output kept in folder."""
+        output kept in folder. `window` (on a device): the back-end records only a few steps of run() and fills the
+        dict with what the profiling scenario reads of them (harness.profiling: the steps, their wall time, the
+        device timeline)."""
 
     def synchronize(self, ctx: CellContext) -> None:
         """Wait for all queued device work (called before a clock is read)."""
@@ -176,10 +179,12 @@ class ReferenceModule(Protocol):
     ms.amp.build_train_network for AMP; PyTorch: nn.Module networks, zero_grad(set_to_none=True), forward,
     loss.backward(), optimizer.step(), torch.autocast for AMP)."""
 
-    def build(self, data: dict, hp: dict, spec: Any, seed: int, amp: str) -> ReferenceLoop:
+    def build(self, data: dict, hp: dict, spec: Any, seed: int, amp: str, device: str = "cpu") -> ReferenceLoop:
         """data: the dataset module's load()/synthetic() dict; hp: the cell's hyperparameters (read-only); spec: the
-        cell's harness.spec.ModelSpec; amp: "off" or the cell's AMP level. The framework's context (mode, device,
-        threads) is already set by the caller."""
+        cell's harness.spec.ModelSpec; amp: "off" or the cell's AMP level; device: where PyTorch's loop trains
+        ("cpu", "cuda:0", "npu:0": on an accelerator its documented GPU way, pinned memory and a prefetching
+        DataLoader); MindSpore's takes its device from the context the caller set (mode, device, threads) and
+        ignores it."""
 
 
 @runtime_checkable

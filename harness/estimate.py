@@ -29,6 +29,25 @@ def reference(platform: str, profile: str, runs: Path = RUNS) -> Path | None:
     return folder if (folder / "run.json").is_file() else None
 
 
+def references(platform: str, profile: str, runs: Path = RUNS) -> tuple[list[Path], bool]:
+    """The committed runs an estimate reads, and whether one is of this very platform and profile: that run where it
+    exists; else every committed run of the platform (their step times, harness.stepmodel); else every committed run
+    of an accelerator (an Ascend host's estimate from a GPU's runs, scaled by the devices' peaks). On a CPU only the
+    same profile's run serves."""
+    exact = reference(platform, profile, runs)
+    if exact is not None:
+        return [exact], True
+    if not runs.is_dir():
+        return [], False
+    found = sorted(p.parent for p in runs.glob("*/run.json"))
+    if platform == "cpu":   # a CPU run's times are of its own host and sizes: only the same profile's serve
+        return [], False
+    mine = [p for p in found if p.name.startswith(f"{platform}-")]
+    if mine:
+        return mine, False
+    return [p for p in found if not p.name.startswith("cpu-")], False
+
+
 def _seconds(a: str, b: str) -> float:
     return (dt.datetime.fromisoformat(b) - dt.datetime.fromisoformat(a)).total_seconds()
 
@@ -46,18 +65,20 @@ def per_cell(run: Path) -> dict[str, measure.Sample]:
     return {cid: s.measure("elapsed_s") for cid, s in measure.summarise(RunStore(run).results()).items()}
 
 
-def plan(todo: Sequence[tuple[Cell, int]], run: Path, *, here: str | None = None, synthetic: Iterable[str] = (),
-         skip: Callable[[Cell], str | None] = lambda c: None) -> dict[str, Any]:
+def plan(todo: Sequence[tuple[Cell, int]], run: Path | Sequence[Path], *, here: str | None = None,
+         synthetic: Iterable[str] = (), skip: Callable[[Cell], str | None] = lambda c: None) -> dict[str, Any]:
     """Seconds: `cells` (the planned runs at their reference times, or from its step times: harness.stepmodel),
     `extra` (the reference's extra repeats of cells in this plan), `outside` (the reference's time outside its cells,
     in proportion), `unknown` (planned runs nothing measured predicts), `by_cell` (each cell's seconds a repeat),
-    `how` (each cell's basis), and `runs`/`extra_runs`/`skipped`. `here`: this host's device name, where it differs
-    from the reference's; `synthetic`: the datasets this run generates; `skip(cell)`: why a cell will not run here."""
-    store = RunStore(run)
-    meta = store.read_meta()
-    times = per_cell(run)
-    pool = stepmodel.donors(run)
-    ref_fake = _synthetic_of(meta, pool)
+    `how` (each cell's basis), and `runs`/`extra_runs`/`skipped`. `run`: the reference run folder, or several whose
+    step times serve (the rounds and the time outside the cells are the first one's); `here`: this host's device
+    name, where it differs from the reference's; `synthetic`: the datasets this run generates; `skip(cell)`: why a
+    cell will not run here."""
+    folders = [run] if isinstance(run, Path) else list(run)
+    meta = RunStore(folders[0]).read_meta() if folders else {}
+    times = per_cell(folders[0]) if folders else {}
+    pool = stepmodel.donors(folders)
+    ref_fake = set().union(*(_synthetic_of(RunStore(f).read_meta(), pool) for f in folders)) if folders else set()
     est = stepmodel.plan(todo, pool, here=here, synthetic=synthetic, ref_synthetic=ref_fake, skip=skip)
     planned: dict[str, int] = {}
     for cell, _ in todo:
@@ -90,37 +111,43 @@ def reference_device(run: Path) -> str | None:
     return gpus[0] if gpus else (env.get("cpu", {}) or {}).get("model")
 
 
+def _shown(run: Path) -> str:
+    return str(run.relative_to(REPO) if run.is_relative_to(REPO) else run)
+
+
 def line(todo: Sequence[tuple[Cell, int]], profile: str, platform: str, cap: int, runs: Path = RUNS, *,
          here: str | None = None, synthetic: Iterable[str] = (),
          skip: Callable[[Cell], str | None] = lambda c: None) -> str:
     """The one line the runner prints before the first cell (`here`: this host's device name, where known)."""
-    run = reference(platform, profile, runs)
-    if run is None:
+    folders, exact = references(platform, profile, runs)
+    if not folders:
         return (f"estimate: none ({len(todo)} runs planned; no reference run of the {profile} profile on {platform} "
                 f"is committed in docs/runs)")
+    run = folders[0]
     ref_dev = reference_device(run)
-    other = here if here and ref_dev and here != ref_dev else None
-    p = plan(todo, run, here=other, synthetic=synthetic, skip=skip)
+    p = plan(todo, folders, here=here, synthetic=synthetic, skip=skip)
     total = p["cells"] + p["extra"] + p["outside"]
     env = RunStore(run).read_env()
-    shown = run.relative_to(REPO) if run.is_relative_to(REPO) else run
     gpu = bool((env.get("frameworks", {}).get("torch", {}) or {}).get("gpus"))
-    host = f"{ref_dev or 'the reference host'}"
     cores = None if gpu else env.get("cpu", {}).get("cores")
     more = (f" and the {p['extra_runs']} more repeats its comparisons not yet settled took there (up to {cap} a cell)"
             if p["extra_runs"] else "")
     derived = sum(1 for h in p["how"].values() if h in ("like", "model", "kind"))
     notes = []
     if derived:
-        notes.append(f"{derived} cells it did not run from the step times it measured (harness.stepmodel)")
-    if other:
-        notes.append(f"scaled from its {ref_dev} to this host's {other} by their dense peaks")
+        notes.append(f"{derived} cells {'it did not run' if exact else 'from'} the step times "
+                     f"{'it measured' if exact else 'those runs measured'} (harness.stepmodel)")
+    if here and ref_dev and here != ref_dev:
+        notes.append(f"scaled from {ref_dev} to this host's {here} by their dense peaks")
     if p["skipped"]:
         notes.append(f"{p['skipped']} runs skipped here")
     if p["unknown"]:
         notes.append(f"{p['unknown']} planned runs nothing measured predicts")
-    return (f"estimate: about {duration(total)} for {p['runs']} runs{more}, from the reference run {shown} "
-            f"({host}{f', {cores} cores' if cores else ''}; another host differs)"
+    source = (f"the reference run {_shown(run)}" if exact else
+              f"the committed run{'s' if len(folders) > 1 else ''} {', '.join(_shown(f) for f in folders)} (no "
+              f"{profile} run on {platform} is committed)")
+    return (f"estimate: about {duration(total)} for {p['runs']} runs{more}, from {source} "
+            f"({ref_dev or 'the reference host'}{f', {cores} cores' if cores else ''}; another host differs)"
             + "".join(f"; {n}" for n in notes))
 
 
@@ -129,12 +156,10 @@ def per_run(todo: Sequence[tuple[Cell, int]], profile: str, platform: str, runs:
             skip: Callable[[Cell], str | None] = lambda c: None) -> list[float] | None:
     """Each planned run's estimated seconds, in run order (RunProgress keeps what is left current with it); None
     without a reference run."""
-    run = reference(platform, profile, runs)
-    if run is None:
+    folders, _ = references(platform, profile, runs)
+    if not folders:
         return None
-    ref_dev = reference_device(run)
-    other = here if here and ref_dev and here != ref_dev else None
-    by_cell = plan(todo, run, here=other, synthetic=synthetic, skip=skip)["by_cell"]
+    by_cell = plan(todo, folders, here=here, synthetic=synthetic, skip=skip)["by_cell"]
     return [by_cell[c.id] for c, _ in todo]
 
 
@@ -143,19 +168,20 @@ BOOKINGS = {"V100": ("cuda", "Tesla V100-SXM2-32GB", 1), "H100": ("cuda", "NVIDI
             "910x8": ("ascend", "Ascend910", 8)}
 
 
-def project(matrix, profile: str, platform: str, *, run: Path, device: str | None, devices: int,
+def project(matrix, profile: str, platform: str, *, run: Path | Sequence[Path], device: str | None, devices: int,
             synthetic: Iterable[str] = ()) -> dict[str, Any]:
     """The whole profile's estimated seconds on a host of `devices` devices named `device` (None: the reference's),
-    every framework installed, from the reference run `run` (of any platform: an Ascend host's estimate scales a GPU
-    run): per model (operators together), the total, and the cells' bases."""
+    every framework installed, from the reference run folder(s) `run` (of any platform: an Ascend host's estimate
+    scales a GPU run): per model (operators together), the total, and the cells' bases."""
     from harness.host import Host
     from harness.matrix import schedule
 
     host = Host(platform, profile, devices, {}, matrix)
     todo = schedule(matrix.expand(profile))
-    ref_dev = reference_device(run)
+    folders = [run] if isinstance(run, Path) else list(run)
+    ref_dev = reference_device(folders[0])
     other = device if device and device != ref_dev else None
-    p = plan(todo, run, here=other, synthetic=synthetic, skip=host.verdict)
+    p = plan(todo, folders, here=other, synthetic=synthetic, skip=host.verdict)
     groups: dict[str, float] = {}
     for cell, _ in todo:
         key = cell.model if cell.kind in ("model", "scaling") else cell.kind
@@ -168,9 +194,9 @@ def project(matrix, profile: str, platform: str, *, run: Path, device: str | Non
             "devices": devices}
 
 
-def projection_lines(proj: dict[str, Any], run: Path) -> list[str]:
+def projection_lines(proj: dict[str, Any], run: Path | Sequence[Path]) -> list[str]:
     """What `harness estimate` prints: the total, the time per model, and what it rests on."""
-    shown = run.relative_to(REPO) if run.is_relative_to(REPO) else run
+    shown = ", ".join(_shown(f) for f in ([run] if isinstance(run, Path) else run))
     b = proj["bases"]
     out = [f"{proj['device']} x {proj['devices']}: about {duration(proj['total_s'])} for {proj['runs']} runs "
            f"({proj['skipped']} skipped there), from {shown} ({proj['reference_device']})"]

@@ -69,6 +69,8 @@ class Donor:
     devices: int
     device: str | None
     busy: float = 1.0         # the share of a step the device was busy (its profiled pass), 1 where not measured
+    ok: bool = True           # False: a cell that failed after training (its epochs' step times still hold)
+    planned: int | None = None  # the epochs it was to train (its spec's; None for a cell without epochs)
 
 
 def _busy(r: dict[str, Any]) -> float | None:
@@ -83,7 +85,8 @@ def _busy(r: dict[str, Any]) -> float | None:
 def _donor(r: dict[str, Any], device: str | None) -> Donor | None:
     epochs = [e for e in r.get("epochs") or [] if e.get("train_s") and e.get("samples")]
     elapsed = r.get("elapsed_s")
-    if r.get("status") != "ok" or not elapsed:
+    ok = r.get("status") == "ok"
+    if not elapsed or not (ok or epochs):   # a failed cell's trained epochs are step times all the same
         return None
     if not epochs:   # an operator, inference or passes cell: its time is its elapsed time
         return Donor(r["cell"], r.get("model"), r.get("framework") or "", r.get("mode") or "", r.get("amp") or "off",
@@ -99,11 +102,17 @@ def _donor(r: dict[str, Any], device: str | None) -> Donor | None:
                  max(wall - train, 0.0) / len(epochs), int(epochs[0]["samples"]), len(epochs),
                  r.get("time_to_target_s") is not None and r.get("best_metric") is not None
                  and r.get("target") is not None and r["best_metric"] >= r["target"],
-                 r.get("devices") or 1, device, _busy(r) or 1.0)
+                 r.get("devices") or 1, device, _busy(r) or 1.0, ok, r.get("epochs_planned"))
 
 
-def donors(run: Path) -> dict[str, Donor]:
-    """Each ok cell of a run folder as a donor (the repeat of median elapsed time)."""
+def donors(run: Path | Sequence[Path]) -> dict[str, Donor]:
+    """Each cell of one or more run folders as a donor (its repeat of median elapsed time; an ok repeat before a
+    failed one; a later folder's cell before an earlier one's)."""
+    if not isinstance(run, Path):
+        pool: dict[str, Donor] = {}
+        for one in run:
+            pool.update(donors(one))
+        return pool
     store = RunStore(run)
     env = store.read_env()
     gpus = (env.get("frameworks", {}).get("torch", {}) or {}).get("gpus") or []
@@ -115,6 +124,7 @@ def donors(run: Path) -> dict[str, Donor]:
             by_cell.setdefault(d.cell, []).append(d)
     out = {}
     for cid, ds in by_cell.items():
+        ds = [d for d in ds if d.ok] or ds
         mid = median(d.elapsed_s for d in ds)
         out[cid] = min(ds, key=lambda d: abs(d.elapsed_s - mid))
     # Only the fp32 cells are profiled: a cell without a busy share takes its model's profiled one (at fp32 the device
@@ -132,9 +142,9 @@ def pick(cell: Cell, pool: dict[str, Donor]) -> tuple[Donor | None, str]:
     """The donor for a planned cell and how near it is: 'measured' (its own id), 'like' (same model and precision,
     another framework or mode), 'model' (same model, another precision), 'kind' (an operator or companion cell of the
     same kind), or (None, 'none')."""
-    if cell.id in pool:
-        return pool[cell.id], "measured"
-    same_kind = [d for d in pool.values() if d.kind == cell.kind and d.model == cell.model]
+    if cell.id in pool and pool[cell.id].ok and (
+            not isinstance(cell.spec, ModelSpec) or pool[cell.id].planned in (None, cell.spec.epochs)):
+        return pool[cell.id], "measured"   # the same cell at the same settings
     if cell.kind in ("model", "scaling"):
         same_kind = [d for d in pool.values() if d.model == cell.model and d.kind in ("model", "scaling")]
         prec = AMP_DTYPE.get(cell.amp, "fp32")
@@ -173,7 +183,8 @@ def seconds(cell: Cell, donor: Donor, factor: float = 1.0, *, synthetic: bool = 
     spec = cell.spec
     if donor.samples == 0 or not isinstance(spec, ModelSpec):
         return donor.elapsed_s   # a cell timed by blocks of at least a fixed time: its time barely scales
-    if cell.id == donor.cell and factor == 1.0 and synthetic == donor_synthetic:
+    if cell.id == donor.cell and donor.ok and factor == 1.0 and synthetic == donor_synthetic and spec.epochs and (
+            donor.epochs_run == spec.epochs or donor.reached_target and spec.stop_at_target):
         return donor.elapsed_s
     samples = planned_samples(cell, donor, synthetic, donor_synthetic)
     planned = int(spec.epochs or donor.epochs_run or 1)

@@ -11,7 +11,8 @@ type CUDA or NPU; MindSpore: the Chrome trace its profiler writes). Null on a CP
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 
 def busy_seconds(intervals: Iterable[tuple[float, float]]) -> float:

@@ -9,8 +9,8 @@ import os
 from typing import Any
 
 from harness import operators
-from harness.profiling import peaks
 from harness.eventlog import END, RUN_START, RUN_STOP, START, SUCCESS
+from harness.profiling import peaks
 
 # Dense peak FLOP/s per device and precision, and the device's name: one table for the operator and model cells.
 PEAKS = peaks.PEAKS

@@ -22,8 +22,8 @@ from collections import OrderedDict
 import torch
 from torch import nn
 
+from harness.models._reference_pytorch import amp_tools, gpu_batches
 from harness.models.bert import Corpus, init_weights, lr_factor, steps_total
-from harness.models.resnet50.reference_pytorch import amp_tools, gpu_batches
 
 
 class BertForMaskedLM(nn.Module):

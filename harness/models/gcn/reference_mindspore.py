@@ -81,5 +81,5 @@ class Reference:
         return float(self.train_net(*self.inputs).asnumpy())
 
 
-def build(data: dict, hp: dict, spec: dict, seed: int, amp: str) -> Reference:
+def build(data: dict, hp: dict, spec: dict, seed: int, amp: str, device="cpu") -> Reference:
     return Reference(data, hp, spec, seed, amp)

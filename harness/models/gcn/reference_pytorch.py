@@ -14,8 +14,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from harness.models._reference_pytorch import amp_tools
 from harness.models.gcn import init_weights
-from harness.models.resnet50.reference_pytorch import amp_tools
 
 
 class GraphConvolution(nn.Module):

@@ -125,5 +125,5 @@ class Reference:
         return float(np.mean([loss.asnumpy() for loss in losses]))
 
 
-def build(data, hp, spec, seed, amp):
+def build(data, hp, spec, seed, amp, device="cpu"):
     return Reference(data, hp, spec, seed, amp)

@@ -15,9 +15,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from harness.models._reference_pytorch import amp_tools, gpu_batches
 from harness.models.googlenet import FEATURES, INCEPTION, decays, init_weights
 from harness.models.resnet50 import epoch_batches, limits, lr_schedule
-from harness.models.resnet50.reference_pytorch import amp_tools, gpu_batches
 
 
 class BasicConv2d(nn.Module):

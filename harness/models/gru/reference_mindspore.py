@@ -134,5 +134,5 @@ class Reference:
         return float(np.mean([loss.asnumpy() for loss in losses]))  # asnumpy waits for the device
 
 
-def build(data: dict, hp: dict, spec: dict, seed: int, amp: str) -> Reference:
+def build(data: dict, hp: dict, spec: dict, seed: int, amp: str, device="cpu") -> Reference:
     return Reference(data, hp, spec, seed, amp)

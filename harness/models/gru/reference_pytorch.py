@@ -17,8 +17,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from harness.models._reference_pytorch import amp_tools, gpu_batches
 from harness.models.gru import PAD, Corpus, init_weights
-from harness.models.resnet50.reference_pytorch import amp_tools, gpu_batches
 
 
 def _load_gru(gru: nn.GRU, w: dict, prefix: str) -> None:

@@ -16,8 +16,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from harness.models._reference_pytorch import amp_tools, gpu_batches
 from harness.models.lstm import Corpus, init_weights
-from harness.models.resnet50.reference_pytorch import amp_tools, gpu_batches
 
 
 class SentimentLSTM(nn.Module):

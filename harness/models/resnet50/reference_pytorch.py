@@ -13,33 +13,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from harness.models._reference_pytorch import amp_tools, gpu_batches
 from harness.models.resnet50 import decays, epoch_batches, init_weights, limits, lr_schedule
-
-
-class _Batches(torch.utils.data.IterableDataset):
-    def __init__(self, batches):
-        self.batches = batches
-
-    def __iter__(self):
-        return iter(self.batches)
-
-
-def gpu_batches(device: torch.device, batches):
-    """The batches as a loop on `device` reads them: on CPU the generator itself; on a GPU through PyTorch's
-    documented input pipeline, a DataLoader whose worker process runs the generator ahead (one worker: the order
-    stays the generator's) with pin_memory=True, so that .to(device, non_blocking=True) copies without waiting."""
-    if device.type == "cpu":
-        return batches
-    return torch.utils.data.DataLoader(_Batches(batches), batch_size=None, num_workers=1, pin_memory=True,
-                                       prefetch_factor=4, multiprocessing_context="fork")
-
-
-def amp_tools(device: torch.device, amp: bool):
-    """(autocast, GradScaler) as PyTorch's AMP recipe writes them: bf16 without loss scaling on CPU, fp16 with a
-    GradScaler on a GPU."""
-    cpu = device.type == "cpu"
-    autocast = torch.autocast(device.type, dtype=torch.bfloat16 if cpu else torch.float16, enabled=amp)
-    return autocast, torch.amp.GradScaler(device.type, enabled=amp and not cpu)
 
 LAYERS = (3, 4, 6, 3)
 WIDTHS = (64, 128, 256, 512)
