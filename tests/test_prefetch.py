@@ -67,7 +67,7 @@ def test_training_with_prefetch_gives_the_same_losses():
     assert losses[0] == losses[1]
 
 
-CTX = SimpleNamespace(platform="cpu", hparams={})
+CTX = SimpleNamespace(platform="cpu", hparams={}, settings={})
 
 
 def _slow_batches(n: int, build_s: float, fail_at: int | None = None):
@@ -118,9 +118,9 @@ def test_an_exception_in_the_pipeline_reaches_the_step():
 
 
 def test_cpu_keeps_the_synchronous_path_and_accelerators_prefetch():
-    assert prefetch_depth(SimpleNamespace(platform="cpu", hparams={})) == 0
-    assert prefetch_depth(SimpleNamespace(platform="cuda", hparams={})) > 0
-    assert prefetch_depth(SimpleNamespace(platform="cuda", hparams={"prefetch": 0})) == 0
+    assert prefetch_depth(SimpleNamespace(platform="cpu", hparams={}, settings={})) == 0
+    assert prefetch_depth(SimpleNamespace(platform="cuda", hparams={}, settings={})) > 0
+    assert prefetch_depth(SimpleNamespace(platform="cuda", hparams={"prefetch": 0}, settings={})) == 0
 
 
 def _ctx(platform):

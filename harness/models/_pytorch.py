@@ -171,9 +171,8 @@ def prefetch_depth(ctx) -> int:
     reference gaps were measured with)."""
     depth = ctx.hparams.get("prefetch")
     depth = int(depth) if depth is not None else (0 if ctx.platform == "cpu" else PREFETCH_DEPTH)
-    if hasattr(ctx, "settings"):
-        ctx.settings["host_pipeline"] = (f"prefetch thread, {depth} batches ahead, pinned memory, non_blocking copies"
-                                         if depth > 0 else "synchronous, one batch at a time")
+    ctx.settings["host_pipeline"] = (f"prefetch thread, {depth} batches ahead, pinned memory, non_blocking copies"
+                                     if depth > 0 else "synchronous, one batch at a time")
     return depth
 
 
