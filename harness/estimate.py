@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -30,22 +31,18 @@ def reference(platform: str, profile: str, runs: Path = RUNS) -> Path | None:
 
 
 def references(platform: str, profile: str, runs: Path = RUNS) -> tuple[list[Path], bool]:
-    """The committed runs an estimate reads, and whether one is of this very platform and profile: that run where it
-    exists; else every committed run of the platform (their step times, harness.stepmodel); else every committed run
-    of an accelerator (an Ascend host's estimate from a GPU's runs, scaled by the devices' peaks). On a CPU only the
-    same profile's run serves."""
+    """The committed runs an estimate reads, the first the one whose rounds and time outside the cells it takes, and
+    whether that one is of this very platform and profile. On a CPU: that run alone (a CPU run's times are of its own
+    host and sizes). On an accelerator: that run where it exists, then every other committed run of the platform
+    (their step times serve the cells it lacks, harness.stepmodel); without any, every committed accelerator run (an
+    Ascend host's estimate from a GPU's runs, scaled by the devices' peaks)."""
     exact = reference(platform, profile, runs)
-    if exact is not None:
-        return [exact], True
-    if not runs.is_dir():
-        return [], False
-    found = sorted(p.parent for p in runs.glob("*/run.json"))
-    if platform == "cpu":   # a CPU run's times are of its own host and sizes: only the same profile's serve
-        return [], False
+    if platform == "cpu" or not runs.is_dir():
+        return ([exact] if exact else []), exact is not None
+    found = sorted(p.parent for p in runs.glob("*/run.json") if p.parent != exact)
     mine = [p for p in found if p.name.startswith(f"{platform}-")]
-    if mine:
-        return mine, False
-    return [p for p in found if not p.name.startswith("cpu-")], False
+    others = mine or [p for p in found if not p.name.startswith("cpu-")]
+    return ([exact] if exact else []) + others, exact is not None
 
 
 def _seconds(a: str, b: str) -> float:
@@ -77,7 +74,8 @@ def plan(todo: Sequence[tuple[Cell, int]], run: Path | Sequence[Path], *, here: 
     folders = [run] if isinstance(run, Path) else list(run)
     meta = RunStore(folders[0]).read_meta() if folders else {}
     times = per_cell(folders[0]) if folders else {}
-    pool = stepmodel.donors(folders)
+    pool = stepmodel.donors(folders[::-1])   # the first folder's cells before the others' (a later one wins)
+    pool.update(_timed_elsewhere(folders, pool))
     ref_fake = set().union(*(_synthetic_of(RunStore(f).read_meta(), pool) for f in folders)) if folders else set()
     est = stepmodel.plan(todo, pool, here=here, synthetic=synthetic, ref_synthetic=ref_fake, skip=skip)
     planned: dict[str, int] = {}
@@ -92,6 +90,23 @@ def plan(todo: Sequence[tuple[Cell, int]], run: Path | Sequence[Path], *, here: 
     return {"cells": est.total_s, "extra": extra, "outside": max(wall - recorded, 0.0) * min(share, 1.0),
             "unknown": unknown, "runs": len(todo), "extra_runs": len(extra_runs), "skipped": est.skipped,
             "by_cell": est.per_cell, "how": est.how}
+
+
+def _timed_elsewhere(folders: Sequence[Path], pool: dict[str, stepmodel.Donor]) -> dict[str, stepmodel.Donor]:
+    """For the kinds of cell the reference runs lack that are timed by blocks (operators, inference, passes: their time
+    is the process's start and a fixed timing budget, harness.operators.SWEEP_TIMING, more than the device's speed),
+    the same kind's cells of the other committed runs, under ids of their own (never "measured" for a planned cell)
+    and unscaled."""
+    if not folders:
+        return {}
+    have = {d.kind for d in pool.values()}
+    runs = folders[0].parent
+    out: dict[str, stepmodel.Donor] = {}
+    for other in sorted(p.parent for p in runs.glob("*/run.json") if p.parent not in folders):
+        for cid, d in stepmodel.donors(other).items():
+            if d.kind not in ("model", "scaling") and d.kind not in have:
+                out[f"{other.name}:{cid}"] = replace(d, cell=f"{other.name}:{cid}", device=None)
+    return out
 
 
 def _synthetic_of(meta: dict[str, Any], pool: dict[str, stepmodel.Donor]) -> set[str]:
