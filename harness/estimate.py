@@ -63,7 +63,8 @@ def per_cell(run: Path) -> dict[str, measure.Sample]:
 
 
 def plan(todo: Sequence[tuple[Cell, int]], run: Path | Sequence[Path], *, here: str | None = None,
-         synthetic: Iterable[str] = (), skip: Callable[[Cell], str | None] = lambda c: None) -> dict[str, Any]:
+         synthetic: Iterable[str] = (), skip: Callable[[Cell], str | None] = lambda c: None,
+         on_device: bool = False) -> dict[str, Any]:
     """Seconds: `cells` (the planned runs at their reference times, or from its step times: harness.stepmodel),
     `extra` (the reference's extra repeats of cells in this plan), `outside` (the reference's time outside its cells,
     in proportion), `unknown` (planned runs nothing measured predicts), `by_cell` (each cell's seconds a repeat),
@@ -77,7 +78,8 @@ def plan(todo: Sequence[tuple[Cell, int]], run: Path | Sequence[Path], *, here: 
     pool = stepmodel.donors(folders[::-1])   # the first folder's cells before the others' (a later one wins)
     pool.update(_timed_elsewhere(folders, pool))
     ref_fake = set().union(*(_synthetic_of(RunStore(f).read_meta(), pool) for f in folders)) if folders else set()
-    est = stepmodel.plan(todo, pool, here=here, synthetic=synthetic, ref_synthetic=ref_fake, skip=skip)
+    est = stepmodel.plan(todo, pool, here=here, synthetic=synthetic, ref_synthetic=ref_fake, skip=skip,
+                         on_device=on_device)
     planned: dict[str, int] = {}
     for cell, _ in todo:
         planned[cell.id] = planned.get(cell.id, 0) + 1
@@ -89,7 +91,7 @@ def plan(todo: Sequence[tuple[Cell, int]], run: Path | Sequence[Path], *, here: 
     share = (est.total_s + extra) / recorded if recorded else 0.0
     return {"cells": est.total_s, "extra": extra, "outside": max(wall - recorded, 0.0) * min(share, 1.0),
             "unknown": unknown, "runs": len(todo), "extra_runs": len(extra_runs), "skipped": est.skipped,
-            "by_cell": est.per_cell, "how": est.how}
+            "by_cell": est.per_cell, "first": est.first, "how": est.how}
 
 
 def _timed_elsewhere(folders: Sequence[Path], pool: dict[str, stepmodel.Donor]) -> dict[str, stepmodel.Donor]:
@@ -140,7 +142,7 @@ def line(todo: Sequence[tuple[Cell, int]], profile: str, platform: str, cap: int
                 f"is committed in docs/runs)")
     run = folders[0]
     ref_dev = reference_device(run)
-    p = plan(todo, folders, here=here, synthetic=synthetic, skip=skip)
+    p = plan(todo, folders, here=here, synthetic=synthetic, skip=skip, on_device=platform != "cpu")
     total = p["cells"] + p["extra"] + p["outside"]
     env = RunStore(run).read_env()
     gpu = bool((env.get("frameworks", {}).get("torch", {}) or {}).get("gpus"))
@@ -174,8 +176,8 @@ def per_run(todo: Sequence[tuple[Cell, int]], profile: str, platform: str, runs:
     folders, _ = references(platform, profile, runs)
     if not folders:
         return None
-    by_cell = plan(todo, folders, here=here, synthetic=synthetic, skip=skip)["by_cell"]
-    return [by_cell[c.id] for c, _ in todo]
+    p = plan(todo, folders, here=here, synthetic=synthetic, skip=skip, on_device=platform != "cpu")
+    return [p["first"][c.id] if r == 0 else p["by_cell"][c.id] for c, r in todo]
 
 
 # The devices the accelerator profile is sized for, as the reference runs' device names read (harness.stepmodel.peak).
@@ -196,11 +198,12 @@ def project(matrix, profile: str, platform: str, *, run: Path | Sequence[Path], 
     folders = [run] if isinstance(run, Path) else list(run)
     ref_dev = reference_device(folders[0])
     other = device if device and device != ref_dev else None
-    p = plan(todo, folders, here=other, synthetic=synthetic, skip=host.verdict)
+    p = plan(todo, folders, here=other, synthetic=synthetic, skip=host.verdict, on_device=platform != "cpu")
     groups: dict[str, float] = {}
-    for cell, _ in todo:
+    for cell, repeat in todo:
         key = cell.model if cell.kind in ("model", "scaling") else cell.kind
-        groups[key or cell.kind] = groups.get(key or cell.kind, 0.0) + p["by_cell"][cell.id]
+        groups[key or cell.kind] = groups.get(key or cell.kind, 0.0) + (p["first"] if repeat == 0 else
+                                                                        p["by_cell"])[cell.id]
     bases: dict[str, int] = {}
     for h in p["how"].values():
         bases[h] = bases.get(h, 0) + 1

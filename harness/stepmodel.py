@@ -71,6 +71,21 @@ class Donor:
     busy: float = 1.0         # the share of a step the device was busy (its profiled pass), 1 where not measured
     ok: bool = True           # False: a cell that failed after training (its epochs' step times still hold)
     planned: int | None = None  # the epochs it was to train (its spec's; None for a cell without epochs)
+    pass_s: float = 0.0       # its profiled pass (in fixed_s too), where it had one
+    profiled_step_s: float | None = None   # a step under the profiler
+    autotuned: bool = False   # cuDNN's autotuning ran in its first epoch (settings["cudnn.benchmark"])
+
+
+def _pass(r: dict[str, Any]) -> tuple[float, float | None]:
+    """(the seconds its profiled pass took, a profiled step's seconds): `pass_s` where the result records it, else its
+    profiled steps at their step time (a pass recorded before pass_s was)."""
+    prof = r.get("profile") or {}
+    if not isinstance(prof, dict) or not prof:
+        return 0.0, None
+    step = prof.get("profiled_step_s")
+    if prof.get("pass_s") is not None:
+        return float(prof["pass_s"]), step
+    return (float(prof.get("steps") or 0) * float(step or 0.0)), step
 
 
 def _busy(r: dict[str, Any]) -> float | None:
@@ -93,6 +108,7 @@ def _donor(r: dict[str, Any], device: str | None) -> Donor | None:
                      r.get("kind") or "", elapsed, elapsed, 0.0, 0.0, 0.0, 0, 0, False, r.get("devices") or 1, device)
     train = sum(e["train_s"] for e in epochs)
     wall = r.get("wall_s") or train
+    pass_s, profiled_step = _pass(r)
     later = epochs[1:]
     per_sample = (sum(e["train_s"] for e in later) / sum(e["samples"] for e in later) if later
                   else epochs[0]["train_s"] / epochs[0]["samples"])
@@ -102,7 +118,8 @@ def _donor(r: dict[str, Any], device: str | None) -> Donor | None:
                  max(wall - train, 0.0) / len(epochs), int(epochs[0]["samples"]), len(epochs),
                  r.get("time_to_target_s") is not None and r.get("best_metric") is not None
                  and r.get("target") is not None and r["best_metric"] >= r["target"],
-                 r.get("devices") or 1, device, _busy(r) or 1.0, ok, r.get("epochs_planned"))
+                 r.get("devices") or 1, device, _busy(r) or 1.0, ok, r.get("epochs_planned"), pass_s, profiled_step,
+                 bool((r.get("settings") or {}).get("cudnn.benchmark")))
 
 
 def donors(run: Path | Sequence[Path]) -> dict[str, Donor]:
@@ -178,13 +195,16 @@ def planned_samples(cell: Cell, donor: Donor, synthetic: bool, donor_synthetic: 
 
 
 def seconds(cell: Cell, donor: Donor, factor: float = 1.0, *, synthetic: bool = False,
-            donor_synthetic: bool = False) -> float:
-    """The planned cell's estimated seconds from its donor (module docstring)."""
+            donor_synthetic: bool = False, profiled: bool = False, on_device: bool = False) -> float:
+    """The planned cell's estimated seconds from its donor (module docstring); `profiled`: this repeat runs the profiled
+    pass (a single-device fp32 model cell's first repeat), `on_device`: on an accelerator (its pass is a window of a
+    few steps, harness.profiling.DEVICE_STEPS)."""
     spec = cell.spec
     if donor.samples == 0 or not isinstance(spec, ModelSpec):
         return donor.elapsed_s   # a cell timed by blocks of at least a fixed time: its time barely scales
-    if cell.id == donor.cell and donor.ok and factor == 1.0 and synthetic == donor_synthetic and spec.epochs and (
-            donor.epochs_run == spec.epochs or donor.reached_target and spec.stop_at_target):
+    own = cell.id == donor.cell and donor.ok and factor == 1.0 and synthetic == donor_synthetic and spec.epochs and (
+        donor.epochs_run == spec.epochs or donor.reached_target and spec.stop_at_target)
+    if own and profiled and not on_device:
         return donor.elapsed_s
     samples = planned_samples(cell, donor, synthetic, donor_synthetic)
     planned = int(spec.epochs or donor.epochs_run or 1)
@@ -195,7 +215,42 @@ def seconds(cell: Cell, donor: Donor, factor: float = 1.0, *, synthetic: bool = 
     # host-bound step on a fast device does not slow down in proportion on a slower one.
     step = max(1.0, donor.busy * factor) if factor > 1 else factor
     train = epochs * samples * donor.per_sample_s * per_dev * step
-    return donor.fixed_s + factor * donor.first_s + train + factor * epochs * donor.eval_s
+    # A donor that autotuned where this cell will not (harness.frameworks.pytorch.autotune_pays): its first epoch's
+    # extra time is taken as the autotuning (on the H200 not separated from lazy initialisation).
+    first = 0.0 if donor.autotuned and not _autotunes(cell) else donor.first_s
+    return (donor.fixed_s - donor.pass_s + factor * first + train + factor * epochs * donor.eval_s
+            + (pass_seconds(cell, donor, on_device) if profiled else 0.0))
+
+
+def _autotunes(cell: Cell) -> bool:
+    from harness.frameworks.pytorch import autotune_pays
+
+    return cell.framework != "pytorch" or autotune_pays(cell.spec, cell.spec.hparams)
+
+
+PROFILER_START_S = 2.0   # a profiler's start, stop and parsing around a window of a few steps: an assumption
+
+
+def pass_seconds(cell: Cell, donor: Donor, on_device: bool) -> float:
+    """The profiled pass's seconds: the donor's own on a CPU; on a device a window of a few steps (the FLOP-counted
+    step, the warm-up and harness.profiling.DEVICE_STEPS) at the donor's profiled step time, plus the profiler's
+    start (PROFILER_START_S), where the donor's pass recorded whole epochs."""
+    if not on_device or donor.profiled_step_s is None:
+        return donor.pass_s
+    from harness.profiling import DEVICE_STEPS, DEVICE_WARMUP
+
+    batch = int(cell.spec.hparams.get("batch") or 0) if isinstance(cell.spec, ModelSpec) else 0
+    per_epoch = max(1, donor.samples // batch) if batch else 1
+    need = 2 + DEVICE_WARMUP + DEVICE_STEPS
+    steps = -(-need // per_epoch) * per_epoch
+    return min(donor.pass_s or float("inf"), steps * donor.profiled_step_s + PROFILER_START_S) \
+        if donor.pass_s else steps * donor.profiled_step_s + PROFILER_START_S
+
+
+def profiled(cell: Cell, repeat: int) -> bool:
+    """Whether this (cell, repeat) runs the profiled pass (harness.child: a single-device fp32 model cell's first
+    repeat in a mode a profiler names; torch.compile's is not)."""
+    return cell.kind == "model" and repeat == 0 and cell.amp == "off" and cell.mode != "compile"
 
 
 def factor(ref: str | None, here: str | None, dtype: str) -> float:
@@ -213,17 +268,20 @@ def factor(ref: str | None, here: str | None, dtype: str) -> float:
 
 @dataclass
 class Estimate:
-    per_cell: dict[str, float]           # cell id -> seconds for one repeat
+    per_cell: dict[str, float]           # cell id -> seconds for a repeat after the first (no profiled pass)
     how: dict[str, str]                  # cell id -> measured | like | model | kind | none
     runs: int
     total_s: float
     skipped: int
+    first: dict[str, float] = None   # cell id -> seconds of its first repeat (its profiled pass with it)
 
 
 def plan(todo: Sequence[tuple[Cell, int]], pool: dict[str, Donor], *, here: str | None = None,
-         synthetic: Iterable[str] = (), ref_synthetic: Iterable[str] = (), skip=lambda c: None) -> Estimate:
+         synthetic: Iterable[str] = (), ref_synthetic: Iterable[str] = (), skip=lambda c: None,
+         on_device: bool = False) -> Estimate:
     """The estimated seconds of every planned (cell, repeat); `skip(cell)` gives the reason a cell will not run here
-    (then 0 s), `here` this host's device name (None: the reference's)."""
+    (then 0 s), `here` this host's device name (None: the reference's), `on_device`: the planned host is an
+    accelerator. `per_cell`: a cell's seconds for a repeat after its first (the first adds its profiled pass)."""
     fake, ref_fake = set(synthetic), set(ref_synthetic)
 
     def generated(dataset: str | None, names: set[str]) -> bool:
@@ -232,23 +290,26 @@ def plan(todo: Sequence[tuple[Cell, int]], pool: dict[str, Donor], *, here: str 
     per_cell: dict[str, float] = {}
     how: dict[str, str] = {}
     total, skipped = 0.0, 0
-    for cell, _ in todo:
+    first: dict[str, float] = {}   # a cell's first repeat, with its profiled pass
+    for cell, repeat in todo:
         if cell.id not in per_cell:
             if skip(cell):
-                per_cell[cell.id], how[cell.id] = 0.0, "skipped"
+                per_cell[cell.id], how[cell.id], first[cell.id] = 0.0, "skipped", 0.0
             else:
                 donor, how[cell.id] = pick(cell, pool)
                 if donor is None:
-                    per_cell[cell.id] = 0.0
+                    per_cell[cell.id] = first[cell.id] = 0.0
                 else:
                     dtype = (cell.spec.dtype if cell.kind == "operator" else AMP_DTYPE.get(cell.amp, "fp32"))
                     f = factor(donor.device, here, dtype) if here else 1.0
-                    per_cell[cell.id] = seconds(cell, donor, f, synthetic=generated(cell.dataset, fake),
-                                                donor_synthetic=generated(cell.dataset, ref_fake))
+                    kw = {"synthetic": generated(cell.dataset, fake),
+                          "donor_synthetic": generated(cell.dataset, ref_fake), "on_device": on_device}
+                    per_cell[cell.id] = seconds(cell, donor, f, **kw)
+                    first[cell.id] = seconds(cell, donor, f, profiled=profiled(cell, 0), **kw)
         if how[cell.id] == "skipped":
             skipped += 1
-        total += per_cell[cell.id]
-    return Estimate(per_cell, how, len(todo), total, skipped)
+        total += first[cell.id] if repeat == 0 else per_cell[cell.id]
+    return Estimate(per_cell, how, len(todo), total, skipped, first)
 
 
 def this_device(platform: str) -> str | None:

@@ -140,3 +140,25 @@ def test_cudnn_autotunes_only_where_the_epochs_after_the_first_win_it_back():
     for profile, want in (("quick", False), ("accelerator", True)):
         c = next(c for c in m.expand(profile) if c.id == RESNET)
         assert autotune_pays(c.spec, c.spec.hparams) is want
+
+
+def test_a_quick_cell_on_a_device_drops_the_donors_autotuning_and_whole_epoch_profiled_pass(tmp_path):
+    """The quick cells on a GPU neither autotune nor profile whole epochs any more: a donor measured with both (the
+    H200's quick run) predicts a cell without its first epoch's extra time and with a window of a few profiled steps."""
+    from harness.profiling import DEVICE_STEPS, DEVICE_WARMUP
+
+    ref = tmp_path / "cuda-quick"
+    r = _result(RESNET, first=16.5, later=(0.05,), samples=16)
+    r["settings"] = {"cudnn.benchmark": True}
+    r["profile"] = {"steps": 26, "profiled_step_s": 0.04}
+    RunStore(ref).write_result(RESNET, 0, r)
+    d = stepmodel.donors(ref)[RESNET]
+    assert d.autotuned and d.pass_s == pytest.approx(26 * 0.04)
+    cell = next(c for c in matrix.load().expand("quick") if c.id == RESNET)
+    later = stepmodel.seconds(cell, d, on_device=True)
+    # two epochs of the quick profile's 32 images, no autotuning
+    assert later == pytest.approx(d.fixed_s - d.pass_s + 2 * 32 * d.per_sample_s + 2 * d.eval_s)
+    steps = -(-(2 + DEVICE_WARMUP + DEVICE_STEPS) // 1) * 1   # one step an epoch at batch 16
+    first = stepmodel.seconds(cell, d, profiled=True, on_device=True)
+    assert first - later == pytest.approx(min(d.pass_s, steps * 0.04 + stepmodel.PROFILER_START_S))
+    assert stepmodel.profiled(cell, 0) and not stepmodel.profiled(cell, 1)
