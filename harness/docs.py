@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness import docs_render
+from harness import docs_accelerator, docs_render
 from harness.docs_render import Run
 from harness.errors import HarnessError
 from harness.store import write_atomic
@@ -34,6 +34,7 @@ from harness.store import write_atomic
 REPO = Path(__file__).resolve().parent.parent   # this checkout: the default of `python -m harness docs`
 RUNS_DIR = "docs/runs"
 QUICK, TARGET = "cpu-quick", "cpu-target"   # ./reproduce.sh cpu --synthetic cifar10; ./reproduce.sh cpu --target
+GPU = ("cuda-gpuprobe", "cuda-gpuprobe-compile", "cuda-quick")   # the H200's runs (docs/runs/README.md)
 FIX = "python -m harness docs --write"
 
 
@@ -56,6 +57,8 @@ BLOCKS = (
     Block("ARTIFACT.md", "expected-cpu", (QUICK, TARGET), docs_render.expected_cpu),
     Block("ARTIFACT.md", "why-cpu", (QUICK,), docs_render.why_sentences),
     Block("README.md", "readme-times", (QUICK, TARGET), docs_render.readme_times),
+    Block("ARTIFACT.md", "accelerator-estimates", (*GPU, QUICK), docs_accelerator.accelerator_estimates),
+    Block("ARTIFACT.md", "gpu-measured", GPU, docs_accelerator.gpu_measured),
     Block("docs/methodology/why.md", "why-cpu-measured", (QUICK,), docs_render.why),
     Block("docs/methodology/why.md", "why-crosscheck", (QUICK,), docs_render.why_crosscheck),
 )

@@ -30,9 +30,12 @@ def _markdown(names) -> str:
 
 @pytest.fixture
 def repo(tmp_path):
-    """A repository in miniature: docs/runs/cpu-quick and cpu-target (copies of SOURCE) and the two doc files."""
+    """A repository in miniature: docs/runs/cpu-quick and cpu-target (copies of SOURCE), the committed GPU runs, and
+    the two doc files."""
     for run in (docs.QUICK, docs.TARGET):
         shutil.copytree(SOURCE, tmp_path / docs.RUNS_DIR / run, symlinks=True)
+    for run in docs.GPU:
+        shutil.copytree(REPO / docs.RUNS_DIR / run, tmp_path / docs.RUNS_DIR / run, symlinks=True)
     meta = tmp_path / docs.RUNS_DIR / docs.QUICK / "run.json"   # the stand-in for the quick profile's run
     meta.write_text(meta.read_text().replace('"profile": "target"', '"profile": "quick"'))
     for name in {b.file for b in docs.BLOCKS}:

@@ -1,0 +1,81 @@
+"""The docs' rendered blocks about accelerators (harness.docs declares them): the accelerator profile's estimated time
+on the hosts it is sized for, from the step times of the committed accelerator runs (harness.estimate.project), and
+what those runs measured on their GPU. Made from committed run folders and harness/matrix.toml only.
+
+    accelerator_estimates(runs), gpu_measured(runs): (runs) -> Markdown
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from harness import estimate, matrix
+from harness.docs_render import Run, duration
+
+# (who books it, profile, platform, device name as its tool reports it, devices): the hosts ARTIFACT.md promises a fit.
+HOSTS = (
+    ("one NVIDIA H200 (the GPU the runs measured)", "accelerator", "cuda", None, 1),
+    ("one NVIDIA V100 (a day's cloud booking)", "accelerator", "cuda", "Tesla V100-SXM2-32GB", 1),
+    ("one NVIDIA H100", "accelerator", "cuda", "NVIDIA H100 80GB HBM3", 1),
+    ("an Ascend 910 server, 8 NPUs (the paper's)", "accelerator", "ascend", "Ascend910", 8),
+    ("one NVIDIA H200, the quick profile", "quick", "cuda", None, 1),
+)
+
+
+def _accelerator_runs(runs: Sequence[Run]) -> list[Run]:
+    return [r for r in runs if not r.name.startswith("cpu-")]
+
+
+def accelerator_estimates(runs: Sequence[Run]) -> str:
+    """A table of the estimated wall time per host, its largest parts and what it rests on."""
+    gpu = _accelerator_runs(runs)
+    m = matrix.load()
+    rows = ["| host | profile | estimate | the largest parts | cells: measured / like a measured one / from "
+            "another precision / from another cell of their kind / nothing to go on |", "|---|---|---|---|---|"]
+    for who, profile, platform, device, devices in HOSTS:
+        # The runs the runner itself would read on that host (its profile's own first), among the committed ones.
+        folders, _ = estimate.references(platform, profile, gpu[0].path.parent)
+        p = estimate.project(m, profile, platform, run=folders, device=device, devices=devices)
+        parts = sorted(p["groups"].items(), key=lambda kv: -kv[1])[:3]
+        b = p["bases"]
+        rows.append(f"| {who} | {profile} | {duration(p['total_s'])} for {p['runs'] - p['skipped']} runs | "
+                    + ", ".join(f"{name} {duration(s)}" for name, s in parts) + " | "
+                    + " / ".join(str(b.get(k, 0)) for k in ("measured", "like", "model", "kind", "none")) + " |")
+    hosts = sorted({r.env.get("frameworks", {}).get("torch", {}).get("gpus", ["?"])[0] for r in gpu})
+    dates = sorted({r.date() for r in gpu})
+    return "\n".join(rows) + (
+        f"\n\nFrom the step times of the committed runs {', '.join(f'`docs/runs/{r.name}`' for r in gpu)} "
+        f"({', '.join(hosts)}, PyTorch only, {', '.join(dates)}; `python -m harness estimate [--device NAME] "
+        f"[--devices N]`). Each planned cell takes the parts of a measured one: its first epoch's extra time, its "
+        f"seconds per sample after the first epoch, its evaluation and its process's fixed costs, at the cell's own "
+        f"samples, epochs and devices (`harness/stepmodel.py`); a cell that trains to its target at most its "
+        f"planned epochs; MindSpore's cells at PyTorch's times (MindSpore did not run on that GPU); the operator "
+        f"cells at the CPU run's times (their time is process start and a fixed timing budget). Another device "
+        f"scales the device's part of a step by the two devices' dense peaks at the cell's precision (fp16's for "
+        f"the Ascend 910, which publishes no FP32 figure); the host's part is kept, since a host-bound step does "
+        f"not slow down with the device. Real CIFAR-10 (50,000 images) is assumed. **Estimates, not measurements.**")
+
+
+def gpu_measured(runs: Sequence[Run]) -> str:
+    """What the committed GPU runs measured, cell by cell."""
+    rows = ["| run | cell | first epoch | epochs after it | time to target | device memory | mean power | status |",
+            "|---|---|---|---|---|---|---|---|"]
+    for r in _accelerator_runs(runs):
+        for res in sorted(r.results, key=lambda x: (x["cell"], x.get("repeat", 0))):
+            if res.get("kind") != "model" or res.get("status") == "skipped":
+                continue
+            unit = res.get("throughput_unit") or ""
+            epochs = res.get("epochs") or []
+            first = (f"{res['first_epoch_throughput']:,.0f} {unit} ({epochs[0]['train_s']:.1f} s)"
+                     if res.get("first_epoch_throughput") and epochs else "—")
+            later = (f"{res['mean_throughput_other_epochs']:,.0f} {unit}" if res.get("mean_throughput_other_epochs")
+                     else "—")
+            ttt = f"{res['time_to_target_s']:.1f} s" if res.get("time_to_target_s") else "—"
+            mem = f"{res['peak_device_memory_mb']:,.0f} MB" if res.get("peak_device_memory_mb") else "—"
+            power = f"{res['mean_power_w']:.0f} W" if res.get("mean_power_w") else "—"
+            status = res.get("status", "?")
+            if status != "ok" and res.get("reason"):
+                status += ": " + str(res["reason"]).splitlines()[0][:160].replace("|", "/")
+            rows.append(f"| {r.name} | `{res['cell']}` r{res.get('repeat', 0)} | {first} | {later} | {ttt} | {mem} | "
+                        f"{power} | {status} |")
+    return "\n".join(rows)
