@@ -18,8 +18,9 @@ Data: each review is cut to [CLS] + its first max_len - 2 tokens + [SEP] and rig
 (one shape for every batch: GRAPH compiles once). Masks are made here in numpy from the seed, so both frameworks see
 identical batches: per sequence, round(15%) of its real tokens (at least one, at most `max_predictions`, BERT's
 num_to_predict) are chosen; of those 80% become [MASK], 10% a random token, 10% stay. The batch carries the chosen
-positions (flattened over the batch), their original ids and a weight (0 for the unused slots), as BERT's own
-masked_lm_positions / ids / weights: the head and the loss (the weighted mean cross-entropy) see fixed shapes.
+positions (flattened over the batch), their original ids and a weight (0 for the unused slots, which point at their
+own sequence's first position, its [CLS]), as BERT's own masked_lm_positions / ids / weights: the head and the loss (the
+weighted mean cross-entropy) see fixed shapes.
 Training masks are drawn afresh each epoch (dynamic masking); the evaluation masks are fixed. The metric is the
 masked-token accuracy on the test split's first `eval_samples` reviews ('val' evaluates it too: aclImdb has none).
 
@@ -55,10 +56,15 @@ NO_DECAY = ("bias", "norm.")  # parameter names (torch layout) that AdamW does n
 def mask_batch(ids: np.ndarray, rng: np.random.RandomState, vocab: int, rate: float,
                max_pred: int) -> tuple[np.ndarray, ...]:
     """(masked ids (B, S) int32, key mask (B, S) float32: 1 real / 0 pad, flat positions (B * P,) int32 into the
-    (B * S) flattened sequence output, their original ids (B * P,) int32, weights (B * P,) float32)."""
+    (B * S) flattened sequence output, their original ids (B * P,) int32, weights (B * P,) float32).
+
+    Every position, the unused slots' (weight 0) included, lies in its own sequence's span [i * S, (i + 1) * S): an
+    unused slot points at its sequence's first position. So a slice of rows [r0, r1) is a batch of its own once
+    r0 * S is taken from its positions (Corpus.eval_batches); an unused slot at flat position 0 would fall outside
+    every such slice but the first (negative: the third evaluation batch on was out of range)."""
     b, s = ids.shape
     out = ids.copy()
-    pos = np.zeros((b, max_pred), np.int32)
+    pos = np.repeat(np.arange(b, dtype=np.int32)[:, None] * s, max_pred, axis=1)  # unused slots: their row's start
     labels = np.zeros((b, max_pred), np.int32)
     weights = np.zeros((b, max_pred), np.float32)
     for i in range(b):
@@ -99,7 +105,8 @@ class Corpus:
 
     def eval_batches(self, batch: int):
         """The test split's fixed masked batches, in order; the last partial batch is dropped (its weights would
-        need a second shape)."""
+        need a second shape). Each batch's positions are made relative to its first row (mask_batch keeps every
+        position, used or not, in its own row's span, so they fall in [0, batch * max_len))."""
         ids, keys, pos, labels, weights = self.eval_masked
         p = self.max_pred
         for i in range(self.n_test // batch):
