@@ -70,6 +70,7 @@ def models(torch, batch: int, dev):
 
 
 def measure(torch, platform: str, name: str, step, steps: int) -> dict:
+    from harness import profiling
     from harness.frameworks import pytorch as pt
     from harness.profiling import device
 
@@ -104,7 +105,7 @@ def measure(torch, platform: str, name: str, step, steps: int) -> dict:
     row["profiled_step_s"] = window["window_s"] / window["steps"] if window.get("steps") else None
     row["flops_per_step"] = window.get("flops_per_step")
     block = device.timeline(window.get("kernels") or [], window.get("steps") or steps, window.get("window_s"),
-                            "torch.profiler")
+                            "torch.profiler", category=profiling.kernel_category)
     if block:
         row["busy_s"], row["busy_share_of_profiled_step"] = block["busy_s"], block["busy_share"]
         row["busy_over_event_step"] = block["busy_s"] / row["event_step_s"]

@@ -55,7 +55,8 @@ def test_runtime_calls_are_host_work_not_ops():
 def test_busy_time_is_the_union_of_the_intervals():
     assert device.busy_seconds([(0, 2), (1, 3), (5, 6), (5.5, 5.7)]) == pytest.approx(4)
     block = device.timeline([("ampere_sgemm", 0.000, 0.004), ("ampere_sgemm", 0.002, 0.006),
-                             ("fused_dropout_kernel", 0.010, 0.012)], steps=2, window_s=0.020, source="test")
+                             ("fused_dropout_kernel", 0.010, 0.012)], steps=2, window_s=0.020, source="test",
+                            category=profiling.kernel_category)
     assert block["busy_s"] == pytest.approx(0.004) and block["step_s"] == pytest.approx(0.010)
     assert block["wait_s"] == pytest.approx(0.006) and block["busy_share"] == pytest.approx(0.4)
     assert block["by_category_s"] == pytest.approx({"matmul/dense": 0.004, "dropout/random": 0.001})

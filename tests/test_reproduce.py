@@ -102,7 +102,7 @@ def test_ascend_dry_run_prints_complete_commands_with_every_device_flag(tmp_path
     for flag in ("--device /dev/davinci_manager", "--device /dev/devmm_svm", "--device /dev/hisi_hdc",
                  *ASCEND_MOUNTS, "--shm-size 16g", f"-v {out}:/results",
                  "ms-pt-harness:ascend-910 run --platform ascend",
-                 "--profile quick", "--out /results", "--only model/gcn/\\*"):
+                 "--profile accelerator", "--out /results", "--only model/gcn/\\*"):   # an NPU host's default
         assert flag in run_line, flag
     assert any(line.endswith("ms-pt-harness:ascend-910 report /results") for line in lines)
     assert any(" build -f " in line and line.split(" build -f ")[1].startswith(f"{REPO}/Dockerfile.ascend")

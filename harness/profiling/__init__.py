@@ -189,7 +189,8 @@ def profiled_epoch(ctx, backend, workload, measured_epoch_s: float | None) -> di
         if window.get("steps"):   # the backend recorded a window of steps (PyTorch)
             steps, profiled_step = window["steps"], window["window_s"] / window["steps"]
         timeline = dev.timeline(window.get("kernels") or [], steps, window.get("window_s") or sum(walls),
-                                window.get("source", ctx.cell.framework), window.get("verified", True))
+                                window.get("source", ctx.cell.framework), window.get("verified", True),
+                                category=kernel_category)
     measured_step = (measured_epoch_s / per_epoch) if measured_epoch_s else profiled_step
     # Shares from the profiled steps, times from the measured ones (summarise says why).
     out = summarise(ctx.cell.framework, ops, steps, measured_step, profiled_step, timeline)

@@ -11,7 +11,7 @@ type CUDA or NPU; MindSpore: the Chrome trace its profiler writes). Null on a CP
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 
@@ -34,22 +34,22 @@ def busy_seconds(intervals: Iterable[tuple[float, float]]) -> float:
 
 
 def timeline(kernels: list[tuple[str, float, float]], steps: int, window_s: float | None,
-             source: str, verified: bool = True) -> dict[str, Any] | None:
+             source: str, verified: bool = True,
+             category: Callable[[str], str] = lambda name: "other") -> dict[str, Any] | None:
     """The profile's "device" block from the device's events (name, start s, end s) over `steps` profiled steps whose
     wall time was `window_s` (synchronised at both ends). busy_s: the device's busy time per step (the union of its
     events' intervals); wait_s: the rest of the step, when the device had nothing to run (it waited for the host);
-    busy_share: busy over the step. by_category_s: each kernel's time per step by its category
-    (harness.profiling.kernel_category; a sum, so kernels on concurrent streams count each). None without events."""
-    from harness import profiling
-
+    busy_share: busy over the step. by_category_s: each kernel's time per step by its category (`category`: the
+    caller's harness.profiling.kernel_category, passed in so that this module imports nothing of its package; a sum,
+    so kernels on concurrent streams count each). None without events."""
     if not kernels or steps <= 0:
         return None
     busy = busy_seconds((a, b) for _, a, b in kernels) / steps
     span = (max(b for _, _, b in kernels) - min(a for _, a, _ in kernels)) / steps
     step = window_s / steps if window_s else span   # without a synchronised window: first kernel to last
-    by_cat = dict.fromkeys(profiling.CATEGORIES, 0.0)
+    by_cat: dict[str, float] = {}
     for name, a, b in kernels:
-        by_cat[profiling.kernel_category(name)] += (b - a) / steps
+        by_cat[category(name)] = by_cat.get(category(name), 0.0) + (b - a) / steps
     return {"busy_s": busy, "step_s": step, "wait_s": max(0.0, step - busy),
             "busy_share": min(1.0, busy / step) if step > 0 else None, "kernels_per_step": len(kernels) / steps,
             "by_category_s": {c: v for c, v in by_cat.items() if v > 0}, "source": source, "verified": verified}
