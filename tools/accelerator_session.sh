@@ -19,7 +19,7 @@ mkdir -p "$out"
 work="$(mktemp -d)"
 log="$out/session.log"
 profile=accelerator; small=(); synth=(--synthetic cifar10)
-if [ "$platform" = cpu ]; then profile=quick; small=(--small); fi
+if [ "$platform" = cpu ]; then profile=quick; small=(--tiny); fi
 
 stage() {  # stage NAME LIMIT_S command...: the command under a time limit, its output in the session log
   local name="$1" limit="$2" t0 rc; shift 2
@@ -46,7 +46,8 @@ stage A-compile "${A2_S:-45}" "${run[@]}" --resume --only 'model/*/pytorch/eager
 pack accel "$work/accel"
 
 # B: the reference gap at fp32 and AMP for ResNet50, the GRU and BERT.
-stage B-gap "${B_S:-150}" "$py" benchmarks/reference_gap.py --platform "$platform" "${small[@]}" --json "$out/reference_gap.json"
+stage B-gap "${B_S:-210}" "$py" benchmarks/reference_gap.py --preset accelerator --platform "$platform" "${small[@]}" \
+  --data-dir "${HARNESS_DATA_DIR:-$here/data}" --out "$out/reference_gap.json"
 
 # C: the profiled pass against CUDA events.
 stage C-why "${C_S:-40}" "$py" benchmarks/why_device.py --platform "$platform" --out "$out/why_device.json"
