@@ -49,11 +49,7 @@ def main(spec_path: str) -> int:
         os.dup2(log, 2)
         # The launchers name a dead worker by its pid: this line lets the runner name its rank and node.
         print(pid_line(rank, os.getpid()), flush=True)
-    # The profiled pass (harness.profiling): a single-process model cell's first repeat, unless HARNESS_PROFILE=off.
-    # Modes whose ops a profiler names (not torch.compile's generated kernels): the back-end's PROFILED_MODES; at fp32,
-    # the precision C1 and C4 compare.
-    profiled = (cell.kind == "model" and world == 1 and spec["repeat"] == 0 and cell.amp == "off"
-                and profiling.enabled() and cell.mode in getattr(backend, "PROFILED_MODES", ()))
+    profiled = profiling.enabled() and profiling.runs_pass(cell, spec["repeat"], world)   # HARNESS_PROFILE=off: none
     ctx = CellContext(cell=cell, platform=spec["platform"], repeat=spec["repeat"], data_folder=spec["data_folder"],
                       synthetic=spec["synthetic"], rank=rank, local_rank=local_rank, world_size=world,
                       profile_dir=spec["log"].removesuffix(".log") + ".profile" if profiled else None)

@@ -41,7 +41,7 @@ def accelerator_estimates(runs: Sequence[Run]) -> str:
         rows.append(f"| {who} | {profile} | {duration(p['total_s'])} for {p['runs'] - p['skipped']} runs | "
                     + ", ".join(f"{name} {duration(s)}" for name, s in parts) + " | "
                     + " / ".join(str(b.get(k, 0)) for k in ("measured", "like", "model", "kind", "none")) + " |")
-    hosts = sorted({r.env.get("frameworks", {}).get("torch", {}).get("gpus", ["?"])[0] for r in gpu})
+    hosts = sorted({estimate.reference_device(r.path) or "?" for r in gpu})
     dates = sorted({r.date() for r in gpu})
     return "\n".join(rows) + (
         f"\n\nFrom the step times of the committed runs {', '.join(f'`docs/runs/{r.name}`' for r in gpu)} "

@@ -18,6 +18,7 @@ from typing import Any
 
 from harness import measure, stepmodel
 from harness.cell import Cell
+from harness.profiling.peaks import run_device
 from harness.progress import duration
 from harness.store import RunStore
 
@@ -122,31 +123,34 @@ def _synthetic_of(meta: dict[str, Any], pool: dict[str, stepmodel.Donor]) -> set
 
 
 def reference_device(run: Path) -> str | None:
-    """The device a reference run measured on: its first GPU's name, else its CPU's model."""
-    env = RunStore(run).read_env()
-    gpus = (env.get("frameworks", {}).get("torch", {}) or {}).get("gpus") or []
-    return gpus[0] if gpus else (env.get("cpu", {}) or {}).get("model")
+    """The device a reference run measured on: its accelerator (harness.profiling.peaks.run_device), else its CPU's
+    model."""
+    store = RunStore(run)
+    env = store.read_env()
+    return run_device(store.read_meta().get("platform"), env) or (env.get("cpu", {}) or {}).get("model")
 
 
 def _shown(run: Path) -> str:
     return str(run.relative_to(REPO) if run.is_relative_to(REPO) else run)
 
 
-def line(todo: Sequence[tuple[Cell, int]], profile: str, platform: str, cap: int, runs: Path = RUNS, *,
-         here: str | None = None, synthetic: Iterable[str] = (),
-         skip: Callable[[Cell], str | None] = lambda c: None) -> str:
-    """The one line the runner prints before the first cell (`here`: this host's device name, where known)."""
+def before_run(todo: Sequence[tuple[Cell, int]], profile: str, platform: str, cap: int, runs: Path = RUNS, *,
+               here: str | None = None, synthetic: Iterable[str] = (),
+               skip: Callable[[Cell], str | None] = lambda c: None) -> tuple[str, list[float] | None]:
+    """The one line the runner prints before the first cell (`here`: this host's device name, where known), and each
+    planned run's estimated seconds in run order (RunProgress keeps what is left current with them; None without a
+    reference run): one plan serves both."""
     folders, exact = references(platform, profile, runs)
     if not folders:
         return (f"estimate: none ({len(todo)} runs planned; no reference run of the {profile} profile on {platform} "
-                f"is committed in docs/runs)")
+                f"is committed in docs/runs)"), None
     run = folders[0]
+    store = RunStore(run)
+    ref_on_device = run_device(store.read_meta().get("platform"), store.read_env()) is not None
     ref_dev = reference_device(run)
     p = plan(todo, folders, here=here, synthetic=synthetic, skip=skip, on_device=platform != "cpu")
     total = p["cells"] + p["extra"] + p["outside"]
-    env = RunStore(run).read_env()
-    gpu = bool((env.get("frameworks", {}).get("torch", {}) or {}).get("gpus"))
-    cores = None if gpu else env.get("cpu", {}).get("cores")
+    cores = None if ref_on_device else store.read_env().get("cpu", {}).get("cores")
     more = (f" and the {p['extra_runs']} more repeats its comparisons not yet settled took there (up to {cap} a cell)"
             if p["extra_runs"] else "")
     derived = sum(1 for h in p["how"].values() if h in ("like", "model", "kind"))
@@ -163,21 +167,16 @@ def line(todo: Sequence[tuple[Cell, int]], profile: str, platform: str, cap: int
     source = (f"the reference run {_shown(run)}" if exact else
               f"the committed run{'s' if len(folders) > 1 else ''} {', '.join(_shown(f) for f in folders)} (no "
               f"{profile} run on {platform} is committed)")
-    return (f"estimate: about {duration(total)} for {p['runs']} runs{more}, from {source} "
+    line = (f"estimate: about {duration(total)} for {p['runs']} runs{more}, from {source} "
             f"({ref_dev or 'the reference host'}{f', {cores} cores' if cores else ''}; another host differs)"
             + "".join(f"; {n}" for n in notes))
+    return line, [p["first"][c.id] if r == 0 else p["by_cell"][c.id] for c, r in todo]
 
 
-def per_run(todo: Sequence[tuple[Cell, int]], profile: str, platform: str, runs: Path = RUNS, *,
-            here: str | None = None, synthetic: Iterable[str] = (),
-            skip: Callable[[Cell], str | None] = lambda c: None) -> list[float] | None:
-    """Each planned run's estimated seconds, in run order (RunProgress keeps what is left current with it); None
-    without a reference run."""
-    folders, _ = references(platform, profile, runs)
-    if not folders:
-        return None
-    p = plan(todo, folders, here=here, synthetic=synthetic, skip=skip, on_device=platform != "cpu")
-    return [p["first"][c.id] if r == 0 else p["by_cell"][c.id] for c, r in todo]
+def line(todo: Sequence[tuple[Cell, int]], profile: str, platform: str, cap: int, runs: Path = RUNS,
+         **kw: Any) -> str:
+    """before_run's line alone."""
+    return before_run(todo, profile, platform, cap, runs, **kw)[0]
 
 
 # The devices the accelerator profile is sized for, as the reference runs' device names read (harness.stepmodel.peak).

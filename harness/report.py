@@ -258,20 +258,6 @@ def _efficiency_from_one_device(rows: list[dict[str, Any]]) -> list[dict[str, An
     return rows
 
 
-def device_name(platform: str | None, env: dict[str, Any]) -> str | None:
-    """The accelerator a run's cells trained on, as harness.profiling.peaks names it, from its env.json: the GPU
-    PyTorch saw (frameworks.torch.gpus[0], else nvidia-smi's first), the Ascend chip npu-smi reported; None on a
-    CPU."""
-    if platform == "cuda":
-        seen = ((env.get("frameworks") or {}).get("torch") or {}).get("gpus") or \
-            [g.get("name") for g in (env.get("nvidia") or {}).get("gpus") or [] if isinstance(g, dict)]
-        return seen[0] if seen else None
-    if platform == "ascend":
-        info = str((env.get("ascend") or {}).get("npu_smi_info") or "")
-        return "Ascend910B" if "910B" in info else "Ascend910" if "910" in info else None
-    return None
-
-
 def share_of_peak(rows: list[dict[str, Any]], hosts: list[dict[str, Any]]) -> None:
     """Each 1-device model row's `limit`: its achieved FLOP/s and their share of its device's dense peak at its
     precision, so that Table I says whether a comparison measures the device or the host.
@@ -282,7 +268,7 @@ def share_of_peak(rows: list[dict[str, Any]], hosts: list[dict[str, Any]]) -> No
     Achieved = FLOPs per sample x the mean throughput of the epochs after the first (samples/s); share = achieved /
     harness.profiling.peaks.peak(device, precision), None where no peak is known (a CPU, an Ascend 910B). None as
     a whole where no count was made (no profiled PyTorch cell of the model in the group)."""
-    from harness.profiling.peaks import AMP_PRECISION, peak
+    from harness.profiling.peaks import AMP_PRECISION, peak, run_device
 
     counted: dict[tuple[str, str], tuple[float, str]] = {}
     for r in rows:
@@ -297,7 +283,7 @@ def share_of_peak(rows: list[dict[str, Any]], hosts: list[dict[str, Any]]) -> No
         if not found or rate is None or (r["devices"] or 1) * (r["nodes"] or 1) != 1:
             continue
         fps, source = found
-        name = device_name(*platform.get(r["host"], (r.get("platform"), {})))
+        name = run_device(*platform.get(r["host"], (r.get("platform"), {})))
         precision = AMP_PRECISION.get(r["amp"], "fp32")
         top = peak(name, precision)
         achieved = fps * rate

@@ -36,7 +36,6 @@ from harness import (
     platforms,
     scenarios,
     sequential,
-    stepmodel,
     telemetry,
 )
 from harness import claims as claims_mod
@@ -47,6 +46,7 @@ from harness.errors import HarnessError
 from harness.frameworks import backend as load_backend
 from harness.host import Host
 from harness.matrix import Matrix
+from harness.profiling import peaks
 from harness.progress import EpochLines, RunProgress
 from harness.spec import ModelSpec
 from harness.store import SCHEMA, RunStore, write_json_atomic
@@ -116,10 +116,10 @@ def run(matrix: Matrix, profile: str, platform: str, out: Path, *, only: str | N
             f"the profile's {len(cells)} data-parallel cells over {node.count} nodes, "
             + ("this node records their results" if not node.is_worker else "node 0 records their results") +
             "; the 1-device cells they are measured against run on one host, without HARNESS_NNODES")
-    here = stepmodel.this_device(platform)   # the estimate scales the reference's step times to this device
+    here = peaks.device_name(platform)   # the estimate scales the reference's step times to this device
 
-    log(estimate.line(todo, profile, platform, cap, here=here, synthetic=fake, skip=host.verdict))
-    planned = estimate.per_run(todo, profile, platform, here=here, synthetic=fake, skip=host.verdict)
+    said, planned = estimate.before_run(todo, profile, platform, cap, here=here, synthetic=fake, skip=host.verdict)
+    log(said)
     invocation = {"argv": sys.argv, "started_at": _now(), "only": only, "finished_at": None, "interrupted": False,
                   "max_repeats": cap, "load_average_at_start": _load()}
     if os.environ.get("HARNESS_COMMAND"):  # the command line the user typed (reproduce.sh sets it)

@@ -29,11 +29,12 @@ from pathlib import Path
 from statistics import median
 from typing import Any
 
+from harness import profiling
 from harness.cell import Cell
+from harness.profiling.peaks import AMP_PRECISION, peak, run_device
 from harness.spec import ModelSpec
 from harness.store import RunStore
 
-AMP_DTYPE = {"off": "fp32", "O1": "fp16", "O2": "fp16", "O3": "fp16"}
 ALL = "*"   # in a set of synthetic datasets: every dataset
 
 
@@ -131,11 +132,10 @@ def donors(run: Path | Sequence[Path]) -> dict[str, Donor]:
             pool.update(donors(one))
         return pool
     store = RunStore(run)
-    env = store.read_env()
-    gpus = (env.get("frameworks", {}).get("torch", {}) or {}).get("gpus") or []
-    device = gpus[0] if gpus else (env.get("cpu", {}) or {}).get("model")
+    device = run_device(store.read_meta().get("platform"), store.read_env())
+    results = store.results()
     by_cell: dict[str, list[Donor]] = {}
-    for r in store.results():
+    for r in results:
         d = _donor(r, device)
         if d is not None:
             by_cell.setdefault(d.cell, []).append(d)
@@ -147,10 +147,10 @@ def donors(run: Path | Sequence[Path]) -> dict[str, Donor]:
     # Only the fp32 cells are profiled: a cell without a busy share takes its model's profiled one (at fp32 the device
     # does more of the step than in mixed precision, so the share is on the high side and the estimate long).
     shares = {}
-    for cid, r in ((r["cell"], r) for r in store.results() if r.get("status") == "ok"):
-        b = _busy(r)
-        if b is not None and cid in out:
-            shares.setdefault(out[cid].model, b)
+    for r in results:
+        b = _busy(r) if r.get("status") == "ok" else None
+        if b is not None and r["cell"] in out:
+            shares.setdefault(out[r["cell"]].model, b)
     return {cid: d if d.busy < 1.0 or d.model not in shares else replace(d, busy=shares[d.model])
             for cid, d in out.items()}
 
@@ -164,8 +164,8 @@ def pick(cell: Cell, pool: dict[str, Donor]) -> tuple[Donor | None, str]:
         return pool[cell.id], "measured"   # the same cell at the same settings
     if cell.kind in ("model", "scaling"):
         same_kind = [d for d in pool.values() if d.model == cell.model and d.kind in ("model", "scaling")]
-        prec = AMP_DTYPE.get(cell.amp, "fp32")
-        like = [d for d in same_kind if AMP_DTYPE.get(d.amp, "fp32") == prec]
+        prec = AMP_PRECISION.get(cell.amp, "fp32")
+        like = [d for d in same_kind if AMP_PRECISION.get(d.amp, "fp32") == prec]
         for group, how in ((like, "like"), (same_kind, "model")):
             if group:   # the same framework and mode first, then the same framework, then PyTorch eager's
                 return min(group, key=lambda d: (d.framework != cell.framework, d.mode != cell.mode,
@@ -237,28 +237,17 @@ def pass_seconds(cell: Cell, donor: Donor, on_device: bool) -> float:
     start (PROFILER_START_S), where the donor's pass recorded whole epochs."""
     if not on_device or donor.profiled_step_s is None:
         return donor.pass_s
-    from harness.profiling import DEVICE_STEPS, DEVICE_WARMUP
-
     batch = int(cell.spec.hparams.get("batch") or 0) if isinstance(cell.spec, ModelSpec) else 0
     per_epoch = max(1, donor.samples // batch) if batch else 1
-    need = 2 + DEVICE_WARMUP + DEVICE_STEPS
-    steps = -(-need // per_epoch) * per_epoch
-    return min(donor.pass_s or float("inf"), steps * donor.profiled_step_s + PROFILER_START_S) \
-        if donor.pass_s else steps * donor.profiled_step_s + PROFILER_START_S
-
-
-def profiled(cell: Cell, repeat: int) -> bool:
-    """Whether this (cell, repeat) runs the profiled pass (harness.child: a single-device fp32 model cell's first
-    repeat in a mode a profiler names; torch.compile's is not)."""
-    return cell.kind == "model" and repeat == 0 and cell.amp == "off" and cell.mode != "compile"
+    need = 2 + profiling.DEVICE_WARMUP + profiling.DEVICE_STEPS
+    window = -(-need // per_epoch) * per_epoch * donor.profiled_step_s + PROFILER_START_S
+    return min(donor.pass_s, window) if donor.pass_s else window
 
 
 def factor(ref: str | None, here: str | None, dtype: str) -> float:
     """How many times longer a device-bound step takes on `here` than on `ref`: the ratio of their dense peaks at the
     precision (harness.profiling.peaks), else at fp16 where one of them publishes no figure at the precision (the
     Ascend 910 publishes no FP32 figure), else 1."""
-    from harness.profiling.peaks import peak
-
     for precision in (dtype, "fp16"):
         a, b = peak(ref, precision), peak(here, precision)
         if a and b:
@@ -273,7 +262,7 @@ class Estimate:
     runs: int
     total_s: float
     skipped: int
-    first: dict[str, float] = None   # cell id -> seconds of its first repeat (its profiled pass with it)
+    first: dict[str, float]              # cell id -> seconds of its first repeat (its profiled pass with it)
 
 
 def plan(todo: Sequence[tuple[Cell, int]], pool: dict[str, Donor], *, here: str | None = None,
@@ -300,23 +289,15 @@ def plan(todo: Sequence[tuple[Cell, int]], pool: dict[str, Donor], *, here: str 
                 if donor is None:
                     per_cell[cell.id] = first[cell.id] = 0.0
                 else:
-                    dtype = (cell.spec.dtype if cell.kind == "operator" else AMP_DTYPE.get(cell.amp, "fp32"))
+                    dtype = (cell.spec.dtype if cell.kind == "operator" else AMP_PRECISION.get(cell.amp, "fp32"))
                     f = factor(donor.device, here, dtype) if here else 1.0
                     kw = {"synthetic": generated(cell.dataset, fake),
                           "donor_synthetic": generated(cell.dataset, ref_fake), "on_device": on_device}
                     per_cell[cell.id] = seconds(cell, donor, f, **kw)
-                    first[cell.id] = seconds(cell, donor, f, profiled=profiled(cell, 0), **kw)
+                    passes = isinstance(cell.spec, ModelSpec) and profiling.runs_pass(cell, 0)
+                    first[cell.id] = seconds(cell, donor, f, profiled=passes, **kw)
         if how[cell.id] == "skipped":
             skipped += 1
         total += first[cell.id] if repeat == 0 else per_cell[cell.id]
     return Estimate(per_cell, how, len(todo), total, skipped, first)
 
-
-def this_device(platform: str) -> str | None:
-    """This host's accelerator, as the reference runs name theirs (None on a CPU: the reference's cores are compared
-    by nothing here)."""
-    if platform == "cpu":
-        return None
-    from harness.profiling.peaks import device_name
-
-    return device_name(platform)

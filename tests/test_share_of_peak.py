@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from harness import report
+from harness.profiling import peaks
 
 FIXTURE = Path(__file__).parent / "fixtures" / "h200_two_profiles" / "gpuprobe"
 CELL = "model/resnet50/pytorch/eager/amp-off/1dev"
@@ -136,11 +137,11 @@ def test_a_run_without_a_count_shows_dashes_and_loses_nothing(tmp_path):
 
 
 def test_the_device_is_read_from_the_runs_environment():
-    assert report.device_name("cuda", {"frameworks": {"torch": {"gpus": ["NVIDIA H200"]}}}) == "NVIDIA H200"
-    assert report.device_name("cuda", {"nvidia": {"gpus": [{"name": "Tesla V100"}]}}) == "Tesla V100"
-    assert report.device_name("ascend", {"ascend": {"npu_smi_info": "| 0  910B3 | OK |"}}) == "Ascend910B"
-    assert report.device_name("ascend", {"ascend": {"npu_smi_info": "| 0  910A | OK |"}}) == "Ascend910"
-    assert report.device_name("cpu", {"cpu": {"model": "x"}}) is None
+    assert peaks.run_device("cuda", {"frameworks": {"torch": {"gpus": ["NVIDIA H200"]}}}) == "NVIDIA H200"
+    assert peaks.run_device("cuda", {"nvidia": {"gpus": [{"name": "Tesla V100"}]}}) == "Tesla V100"
+    assert peaks.run_device("ascend", {"ascend": {"npu_smi_info": "| 0  910B3 | OK |"}}) == "Ascend910B"
+    assert peaks.run_device("ascend", {"ascend": {"npu_smi_info": "| 0  910A | OK |"}}) == "Ascend910"
+    assert peaks.run_device("cpu", {"cpu": {"model": "x"}}) is None
 
 
 def _tiny():

@@ -122,6 +122,18 @@ def enabled() -> bool:
     return os.environ.get("HARNESS_PROFILE", "on").lower() not in ("off", "0", "no")
 
 
+def runs_pass(cell, repeat: int, world_size: int = 1) -> bool:
+    """Whether this (cell, repeat) is one the profiled pass follows (when enabled()): a single-process model cell's
+    first repeat, at fp32 (the precision C1 and C4 compare), in a mode whose ops its framework's profiler names (the
+    back-end's PROFILED_MODES: not torch.compile's generated kernels). The child asks it, and the estimate of a run
+    (harness.stepmodel) counts the pass where it is; the estimate leaves HARNESS_PROFILE alone, so that the docs it
+    renders read nothing of the host."""
+    from harness.frameworks import backend
+
+    return (cell.kind == "model" and world_size == 1 and repeat == 0 and cell.amp == "off"
+            and cell.mode in backend(cell.framework).PROFILED_MODES)
+
+
 AFTER = "_profiled_pass"   # the scenario's deferred profiled pass, which the child runs after telemetry stops
 RAW_LIMIT_BYTES = 2_000_000   # the profiler's own files kept per cell; beyond it the largest go
 

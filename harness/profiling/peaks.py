@@ -18,6 +18,7 @@ peak can pass 100% there; the FP32 rate is still the limit an fp32 model is held
 from __future__ import annotations
 
 import subprocess
+from typing import Any
 
 # (name fragment, precision) -> FLOP/s; the first fragment found in the device's name wins, so variants come first.
 PEAKS: dict[tuple[str, str], float] = {
@@ -52,6 +53,20 @@ def device_name(platform: str) -> str | None:
     if platform == "ascend":
         return "Ascend910B" if "910B" in out else "Ascend910" if "910" in out else None
     return (out.strip().splitlines() or [None])[0]
+
+
+def run_device(platform: str | None, env: dict[str, Any]) -> str | None:
+    """The accelerator a run's cells trained on, named as device_name names it, from the run's env.json: the GPU
+    PyTorch saw (frameworks.torch.gpus[0], else nvidia-smi's first), the Ascend chip npu-smi reported; None on a
+    CPU."""
+    if platform == "cuda":
+        seen = ((env.get("frameworks") or {}).get("torch") or {}).get("gpus") or \
+            [g.get("name") for g in (env.get("nvidia") or {}).get("gpus") or [] if isinstance(g, dict)]
+        return seen[0] if seen else None
+    if platform == "ascend":
+        info = str((env.get("ascend") or {}).get("npu_smi_info") or "")
+        return "Ascend910B" if "910B" in info else "Ascend910" if "910" in info else None
+    return None
 
 
 def peak(name: str | None, precision: str) -> float | None:
