@@ -125,3 +125,18 @@ def test_the_sentence_says_how_busy_the_device_was():
         "ResNet50 on CIFAR-10, cuda: PyTorch eager's step is host-bound: the GPU is busy 29% of its 24 ms and waits "
         "17 ms.")
     assert explain.sentence("cpu", "GCN on Cora", {"per_step_s": {}, "step_wall_s": 0.02}, None) is None
+
+
+@pytest.mark.parametrize("name, flagged, work", [
+    # names and flags as torch.profiler 2.11 gave them on the device's lane of an H200
+    ("ProfilerStep#7", True, False), ("Optimizer.step#SGD.step", True, False),
+    ("ProfilerStep#7", False, False), ("Optimizer.zero_grad#Adam.zero_grad", None, False),
+    ("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>", False, True),
+    ("Memset (Device)", False, True), ("Memcpy HtoD (Pinned -> Device)", None, True),
+])
+def test_host_ranges_on_the_device_lane_are_not_device_work(name, flagged, work):
+    from harness.frameworks import pytorch as pt
+
+    event = types.SimpleNamespace(name=name) if flagged is None else types.SimpleNamespace(
+        name=name, is_user_annotation=flagged)
+    assert pt.device_work(event) is work

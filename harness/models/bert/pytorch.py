@@ -3,8 +3,6 @@ a LambdaLR warm-up, the standard loop (eager, or torch.compile'd in compile mode
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -30,9 +28,12 @@ class Attention(nn.Module):
             return t.view(b, s, self.heads, h // self.heads).transpose(1, 2)
 
         q, k, v = split(self.query(x)), split(self.key(x)), split(self.value(x))
-        scores = q @ k.transpose(-1, -2) / math.sqrt(h // self.heads) + bias
-        probs = self.dropout(torch.softmax(scores.float(), dim=-1).to(v.dtype))
-        return self.out((probs @ v).transpose(1, 2).reshape(b, s, h))
+        # softmax(q k^T / sqrt(d) + bias) v with dropout on the probabilities, as PyTorch documents it for training:
+        # its fused kernel (flash or memory-efficient on a GPU, softmax accumulated in fp32 inside it), not the
+        # scores materialised in fp32 by hand, which is what nn.TransformerEncoder runs too.
+        context = F.scaled_dot_product_attention(q, k, v, attn_mask=bias.to(q.dtype),
+                                                 dropout_p=self.dropout.p if self.training else 0.0)
+        return self.out(context.transpose(1, 2).reshape(b, s, h))
 
 
 class Layer(nn.Module):
