@@ -66,7 +66,7 @@ def ratio_figures(run: dict[str, list[dict]]) -> dict[str, tuple[float, float | 
                 continue
             iv = cfg.ratio_interval(mode)
             out[f"{ms.cell.replace('mindspore/', '')} ({key})"] = (ratio, None if iv is None else
-                                                                  (iv[1] - iv[0]) / 2 / ratio)
+                                                                  measure.relative_half_width(iv, ratio))
     return out
 
 
@@ -142,7 +142,7 @@ def main() -> int:
     # spread over the sweeps
     figs = [ratio_figures(run) for run in runs]
     configs = sorted(set.intersection(*(set(f) for f in figs)))
-    narrow = repeatable = 0
+    narrow = repeatable = inside = 0
     for c in configs:
         ratios = [f[c][0] for f in figs]
         mid = median(ratios)
@@ -151,6 +151,9 @@ def main() -> int:
         ok_half = all(h is not None and h <= 0.05 for h in halves)
         narrow += ok_half
         repeatable += dev <= 0.05
+        # 0c: every sweep's ratio inside every other sweep's interval (ratio ± half-width)
+        inside += all(h is not None and abs(r2 / r - 1) <= h for r, h in zip(ratios, halves, strict=True)
+                      for r2 in ratios)
         print(f"ratio {mid:6.3f}  over sweeps ±{100 * dev:5.1f}%  half-widths "
               + " ".join("  n/a" if h is None else f"{100 * h:4.1f}%" for h in halves) + f"  {c}")
     n = max(len(configs), 1)
@@ -158,10 +161,12 @@ def main() -> int:
           f"<= 5% in every sweep (goal: >= 90%)")
     print(f"0b. {repeatable}/{len(configs)} configurations ({100 * repeatable / n:.0f}%) have every sweep's ratio "
           f"within 5% of their median over {len(runs)} sweeps (goal: >= 90%)")
+    print(f"0c. {inside}/{len(configs)} configurations ({100 * inside / n:.0f}%) have every sweep's ratio inside every "
+          f"other sweep's 95% interval")
 
     # 1. each cell's median time over the sweeps
     cells = sorted(set.intersection(*(set(r) for r in runs)))
-    cvs = {c: cv([median(x["median_s"] for x in r[c]) for r in runs]) for c in cells}
+    cvs = {c: cv([median(x.get("fast_s", x["median_s"]) for x in r[c]) for r in runs]) for c in cells}
     within = sum(v <= 0.05 for v in cvs.values())
     print(f"\n1. {within}/{len(cvs)} cells ({100 * within / max(len(cvs), 1):.0f}%) have a CV of their median time "
           f"<= 5% over {len(runs)} sweeps; the worst:")

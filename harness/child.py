@@ -14,7 +14,7 @@ import sys
 import time
 import traceback
 
-from harness import eventlog, mlperf, profiling, scenarios, telemetry
+from harness import eventlog, mlperf, operators, profiling, scenarios, telemetry
 from harness.cell import Cell
 from harness.context import CellContext
 from harness.errors import Unsupported
@@ -35,6 +35,9 @@ def main(spec_path: str) -> int:
     with open(spec_path) as f:
         spec = json.load(f)
     cell = Cell.from_dict(spec["cell"])
+    if cell.kind == "operator" and spec["platform"] == "cpu" and operators.fixed_layout():
+        # the same addresses in every operator process (harness.operators.fixed_layout): start again with them
+        os.execv(sys.executable, [sys.executable, "-m", "harness.child", *sys.argv[1:]])  # noqa: S606 (no shell)
     if spec.get("cpu_cores"):  # before any thread starts: the framework's threads and the sampler's inherit it
         os.sched_setaffinity(0, spec["cpu_cores"])
     backend = load_backend(cell.framework)
@@ -52,12 +55,15 @@ def main(spec_path: str) -> int:
     profiled = profiling.enabled() and profiling.runs_pass(cell, spec["repeat"], world)   # HARNESS_PROFILE=off: none
     ctx = CellContext(cell=cell, platform=spec["platform"], repeat=spec["repeat"], data_folder=spec["data_folder"],
                       synthetic=spec["synthetic"], rank=rank, local_rank=local_rank, world_size=world,
-                      profile_dir=spec["log"].removesuffix(".log") + ".profile" if profiled else None)
+                      profile_dir=spec["log"].removesuffix(".log") + ".profile" if profiled else None,
+                      turns=spec.get("turns"))
     events_path = rank_path(spec["events"], rank, world)
     events = eventlog.EventLog(events_path)
     t_events0 = time.perf_counter() - events.elapsed()  # the event log's clock origin on the sampler's clock
     # Telemetry samples this process (this rank) from before the framework's set-up to after the scenario.
-    sampler = telemetry.for_platform(ctx.platform, ctx.local_rank)
+    # None for an operator cell timed by turns: its partners time their blocks while it waits, and a sampler waking in
+    # it every 0.1 s would run during their blocks, on their core (harness.turns)
+    sampler = None if ctx.turns else telemetry.for_platform(ctx.platform, ctx.local_rank)
     if sampler is not None:
         sampler.start()
     events.log(eventlog.INIT_START, event_type=eventlog.START, cell=cell.id, repeat=ctx.repeat, rank=rank)
@@ -70,6 +76,8 @@ def main(spec_path: str) -> int:
         ctx.settings = backend.setup(ctx)
         if spec.get("cpu_cores"):
             ctx.settings["cpu_cores"] = sorted(os.sched_getaffinity(0))
+        if cell.kind == "operator" and spec["platform"] == "cpu":
+            ctx.settings["address_randomisation"] = operators.layout_state()
         out["settings"] = ctx.settings
         out["versions"] = backend.versions()
         mlperf.log_setup(events, ctx, os.path.join("cells", cell.id, os.path.basename(spec_path)))

@@ -22,6 +22,7 @@ class CellContext:
     world_size: int = 1
     settings: dict[str, Any] = field(default_factory=dict)   # per-framework process settings applied
     profile_dir: str | None = None   # where the profiled pass keeps its profiler's output (None: no profiled pass)
+    turns: dict[str, Any] | None = None   # an operator cell timed by turns with its partners (harness.turns), or None
 
     @property
     def seed(self) -> int:

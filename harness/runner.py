@@ -20,6 +20,7 @@ import json
 import os
 import signal
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,7 @@ from harness import (
     scenarios,
     sequential,
     telemetry,
+    turns,
 )
 from harness import claims as claims_mod
 from harness import data as datasets
@@ -121,23 +123,33 @@ def run(matrix: Matrix, profile: str, platform: str, out: Path, *, only: str | N
     said, planned = estimate.before_run(todo, profile, platform, cap, here=here, synthetic=fake, skip=host.verdict)
     log(said)
     invocation = {"argv": sys.argv, "started_at": _now(), "only": only, "finished_at": None, "interrupted": False,
-                  "max_repeats": cap, "load_average_at_start": _load()}
+                  "max_repeats": cap,
+                  "operator_max_repeats": cap if max_repeats is not None else matrix.operator_max_repeats(profile, cap),
+                  "load_average_at_start": _load()}
     if os.environ.get("HARNESS_COMMAND"):  # the command line the user typed (reproduce.sh sets it)
         invocation["command"] = os.environ["HARNESS_COMMAND"]
     meta["invocations"].append(invocation)
     store.write_meta(meta)
     old = {sig: signal.signal(sig, _raise_interrupted) for sig in (signal.SIGINT, signal.SIGTERM)}
     progress = RunProgress(len(todo), planned=planned)
-    verdicts = Verdicts(store, cells, profile, platform, cap, todo, log)
+    verdicts = Verdicts(store, cells, profile, platform, cap, todo, log, op_cap=invocation["operator_max_repeats"])
     counts: dict[str, int] = {}
 
-    def one(cell: Cell, repeat: int, head: str) -> None:
+    lock = threading.Lock()   # a turn group's cells finish in threads of their own (harness.turns)
+
+    def kept(cell: Cell, repeat: int) -> dict | None:
+        """The result an earlier invocation left that this one keeps, or None: the cell runs (or is skipped)."""
+        prev = store.read_result(cell.id, repeat)
+        return prev if prev is not None and prev.get("status") in KEEP_ON_RESUME and (
+            prev["status"] == "ok" or prev.get("reason") == host.verdict(cell)) else None
+
+    def one(cell: Cell, repeat: int, head: str, turns: dict | None = None) -> None:
         prev = store.read_result(cell.id, repeat)
         reason = host.verdict(cell)
-        if prev is not None and prev.get("status") in KEEP_ON_RESUME and (
-                prev["status"] == "ok" or prev.get("reason") == reason):
-            log(f"{head}: kept ({prev['status']}) from an earlier invocation; {progress.finished()}")
-            counts[prev["status"]] = counts.get(prev["status"], 0) + 1
+        if kept(cell, repeat) is not None:
+            with lock:
+                log(f"{head}: kept ({prev['status']}) from an earlier invocation; {progress.finished()}")
+                counts[prev["status"]] = counts.get(prev["status"], 0) + 1
             return
         moved = store.retire(cell.id, repeat)
         if moved:
@@ -149,7 +161,8 @@ def run(matrix: Matrix, profile: str, platform: str, out: Path, *, only: str | N
             _require_data(cell, folders)
             log(f"{head}: running (timeout {cell.timeout_s:.0f} s)")
             try:
-                result = _run_child(store, cell, repeat, platform, folders, cell.dataset in fake, shim, node, log)
+                result = _run_child(store, cell, repeat, platform, folders, cell.dataset in fake, shim, node, log,
+                                    turns)
             except Interrupted:
                 raise
             except Exception as e:  # noqa: BLE001 - a cell that cannot run is a failed cell; the run goes on
@@ -157,6 +170,10 @@ def run(matrix: Matrix, profile: str, platform: str, out: Path, *, only: str | N
                     raise  # the run folder's fault, not the cell's: the run stops, the cell runs on --resume
                 result = _base(cell, repeat, platform, cell.dataset in fake) | {
                     "status": "failed", "reason": f"the cell could not be run: {type(e).__name__}: {e}"[:500]}
+        with lock:
+            finish(cell, repeat, head, result, t)
+
+    def finish(cell: Cell, repeat: int, head: str, result: dict, t: float) -> None:
         store.write_result(cell.id, repeat, result)
         if result["status"] not in KEEP_ON_RESUME:
             _require_data(cell, folders)  # a cell that failed because its data folder vanished stops the run
@@ -168,10 +185,71 @@ def run(matrix: Matrix, profile: str, platform: str, out: Path, *, only: str | N
         log(f"{head}: {result['status']} in {took:.1f} s{tail}; "
             f"{progress.finished(None if result['status'] == 'skipped' else took)}")
 
+    def some(entries: list[tuple[Cell, int]], first: int) -> None:
+        """Run entries (cell, repeat), the first numbered `first`: an operator configuration's cells that run now,
+        at the same repeat, as a turn group (harness.turns); every other cell by itself."""
+        heads = [f"[{first + k}/{progress.total}] {c.id} r{r}" for k, (c, r) in enumerate(entries)]
+        going = [k for k, (c, r) in enumerate(entries) if kept(c, r) is None and not host.verdict(c)]
+        if len(going) < 2 or len(entries) < 2 or not turns.enabled():
+            for (cell, repeat), head in zip(entries, heads, strict=True):
+                one(cell, repeat, head)
+            return
+        for k in (k for k in range(len(entries)) if k not in going):   # kept or skipped: said first
+            one(*entries[k], heads[k])
+        name = f"{' '.join(cellid.configuration(entries[going[0]][0].id))} r{entries[going[0]][1]} #{first}"
+        group = turns.prepare(out / ".turns" / str(first), len(going), name)
+        coordinator = turns.Coordinator(group)
+        faults_seen: list[BaseException] = []
+
+        def member(cell: Cell, repeat: int, head: str, spec: dict) -> None:
+            try:
+                one(cell, repeat, head, spec)
+            except BaseException as e:  # noqa: BLE001 - raised again in the runner's thread below
+                faults_seen.append(e)
+
+        threads = [threading.Thread(target=member, args=(*entries[k], heads[k], group.spec(j)), daemon=True)
+                   for j, k in enumerate(going)]
+        try:
+            for th in threads:
+                th.start()
+            if coordinator.wait_ready(lambda: all(th.is_alive() for th in threads)):
+                coordinator.start()
+            else:
+                coordinator.abort()   # one ended before it was ready: the others stop instead of waiting
+            while any(th.is_alive() for th in threads):
+                for th in threads:
+                    th.join(0.5)
+                if any(not th.is_alive() for th in threads) and any(th.is_alive() for th in threads):
+                    coordinator.abort()   # a partner ended early: no turn will come back to the others
+        except BaseException:
+            coordinator.abort()
+            for th in threads:
+                th.join()
+            raise
+        finally:
+            coordinator.close()
+        if faults_seen:
+            raise faults_seen[0]
+
+    def in_groups(entries: list[tuple[Cell, int]]) -> list[list[tuple[Cell, int]]]:
+        """Consecutive entries of one operator configuration at one repeat together; every other entry alone."""
+        out_: list[list[tuple[Cell, int]]] = []
+        for cell, repeat in entries:
+            prev = out_[-1][-1] if out_ else None
+            if (prev is not None and cell.kind == prev[0].kind == "operator" and repeat == prev[1]
+                    and cellid.configuration(cell.id) == cellid.configuration(prev[0].id)):
+                out_[-1].append((cell, repeat))
+            else:
+                out_.append([(cell, repeat)])
+        return out_
+
     try:
-        for i, (cell, repeat) in enumerate(todo, 1):
-            one(cell, repeat, f"[{i}/{progress.total}] {cell.id} r{repeat}")
-            verdicts.after(cell, repeat)
+        done = 0
+        for entries in in_groups(todo):
+            some(entries, done + 1)
+            done += len(entries)
+            for cell, repeat in entries:
+                verdicts.after(cell, repeat)
         # Sequential repeats: one more repeat of the cells of every comparison not yet settled, round by round.
         meta.setdefault("rounds", [])
         while True:
@@ -182,13 +260,14 @@ def run(matrix: Matrix, profile: str, platform: str, out: Path, *, only: str | N
             meta["rounds"].append({"started_at": _now(), "requests": [r.to_dict() for r in asked],
                                    "runs": [[c.id, k] for c, k in extra]})
             store.write_meta(meta)
+            caps = f"cap {cap}" + (f", operators {verdicts.op_cap}" if verdicts.op_cap > cap else "")
             log(f"round {len(meta['rounds']) + 1}: {len(asked)} comparisons not yet settled ask for one more repeat "
-                f"of {len(extra)} cells (cap {cap}):")
+                f"of {len(extra)} cells ({caps}):")
             for r in asked:
                 log(f"    {r.why()}")
             progress.total += len(extra)
-            for cell, repeat in extra:
-                one(cell, repeat, f"[{progress.done + 1}/{progress.total}] {cell.id} r{repeat}")
+            for entries in in_groups(extra):
+                some(entries, progress.done + 1)
             verdicts.after(None, None)
     except Interrupted as e:
         invocation["interrupted"] = True
@@ -228,8 +307,10 @@ class Verdicts:
     first pass it names the comparisons that ask for more repeats."""
 
     def __init__(self, store: RunStore, cells: list[Cell], profile: str, platform: str, cap: int,
-                 todo: list[tuple[Cell, int]], log):
+                 todo: list[tuple[Cell, int]], log, op_cap: int | None = None):
         self.store, self.profile, self.platform, self.cap, self.log = store, profile, platform, cap, log
+        self.op_cap = cap if op_cap is None else op_cap   # Figure 5's precision rule's cap (harness.sequential)
+        self.results: list[dict] = []
         self.runnable = {c.id: c for c in cells if c.kind in ("model", "scaling", "operator")}
         self.left = {}   # cell kind -> first-pass runs still to come
         for c, _ in todo:
@@ -239,7 +320,7 @@ class Verdicts:
         self.counts: dict[str, int] = {}
 
     def _evaluate(self) -> None:
-        results = [r for r in self.store.results() if r.get("platform") in (self.platform, None)]
+        results = self.results = [r for r in self.store.results() if r.get("platform") in (self.platform, None)]
         self.claims = claims_mod.evaluate(results, platform=self.platform, profile=self.profile)
         self.counts = {}
         for r in results:
@@ -257,9 +338,16 @@ class Verdicts:
             self.log(line)
             self.last_line = line
 
-    def requests(self) -> list[sequential.Request]:
+    def requests(self) -> list:
+        """The claims' comparisons not yet settled (harness.sequential.Request), then the operator configurations
+        whose ratio's interval is still wider than Figure 5's precision (harness.sequential.Precision)."""
         self._evaluate()
-        return sequential.requests(self.claims, self.counts, self.cap, set(self.runnable))
+        asked = sequential.requests(self.claims, self.counts, self.cap, set(self.runnable))
+        if any(c.kind == "operator" for c in self.runnable.values()):
+            index = claims_mod.summarise(self.results)
+            asked += sequential.precision_requests(claims_mod.paired_ratios(index), self.counts, self.op_cap,
+                                                   set(self.runnable))
+        return asked
 
     def next_repeats(self, asked: list[sequential.Request]) -> list[tuple[Cell, int]]:
         """One more repeat of every cell asked for, each once, in the order asked; an operator configuration's
@@ -361,7 +449,7 @@ def _base(cell: Cell, repeat: int, platform: str, synthetic: bool) -> dict[str, 
 
 
 def _run_child(store: RunStore, cell: Cell, repeat: int, platform: str, folders: dict, synthetic: bool,
-               shim: Path, node: launch.Nodes, log=None) -> dict:
+               shim: Path, node: launch.Nodes, log=None, turns: dict | None = None) -> dict:
     spec_path = store.path(cell.id, repeat, ".spec.json")
     child_result = store.path(cell.id, repeat, ".child.json")
     events_path = store.path(cell.id, repeat, eventlog.SUFFIX)
@@ -376,7 +464,9 @@ def _run_child(store: RunStore, cell: Cell, repeat: int, platform: str, folders:
                                   "events": str(events_path), "child_result": str(child_result),
                                   "log": str(log_path), "process_env": process_env,
                                   # an operator cell on CPU: the cores its child confines itself to
-                                  "cpu_cores": operators.cpu_cores(platform, cell.kind)})
+                                  "cpu_cores": operators.cpu_cores(platform, cell.kind),
+                                  # an operator cell timed by turns with its configuration's others (harness.turns)
+                                  "turns": turns})
     env = {**os.environ, **process_env, "PYTHONUNBUFFERED": "1",
            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
            "PATH": os.pathsep.join(filter(None, [str(shim), os.environ.get("PATH")]))}

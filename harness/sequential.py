@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from harness import arith, measure
+from harness import arith, cellid, measure
 from harness.claims import operators as operator_claims
 from harness.claims.common import NOT_MEASURED, Claim, Part, interval_side
 from harness.claims.paper import INCONCLUSIVE, TIE_RATIO
@@ -112,6 +112,55 @@ def requests(claims: Iterable[Claim], counts: dict[str, int], cap: int, runnable
 def part_settled(part: Part, counts: dict[str, int], cap: int) -> bool:
     return part.outcome == NOT_MEASURED or not part.cells or settles(
         part.interval, min(counts.get(c, 0) for c in part.cells), cap)
+
+
+# -- Figure 5's precision: an operator ratio's interval within OPERATOR_PRECISION -----------------------------------
+# Figure 5 draws every operator ratio with its interval, and O1-O3 compare groups of them; a configuration whose ratio's
+# 95% interval is wider than ±5% of it asks for one more process of both its cells, up to the profile's
+# `operator_max_repeats`. The rule looks at the interval's width only, never at which side of the tie band it lies on,
+# so it cannot steer a verdict (the claims' parts keep the rule above). A process costs seconds; between processes a
+# cell's time differs more than within one (docs/methodology/operators.md), and with two a side one slow process sets
+# the interval.
+OPERATOR_PRECISION = 0.05
+
+
+@dataclass(frozen=True)
+class Precision:
+    """An operator configuration whose ratio's interval is wider than OPERATOR_PRECISION asks for one more repeat."""
+
+    config: str
+    ratio: float
+    interval: tuple[float, float]
+    n: int
+    cells: tuple[str, ...]
+
+    @property
+    def half_width(self) -> float:
+        return measure.relative_half_width(self.interval, self.ratio)
+
+    def why(self) -> str:
+        return (f"Figure 5 {self.config}: {self.n} repeats, ratio {self.ratio:.3f}, 95% interval "
+                f"{measure.interval_text(self.interval, 3)} (±{self.half_width:.1%}, wider than "
+                f"±{OPERATOR_PRECISION:.0%})")
+
+    def to_dict(self) -> dict:
+        return {"claim": "Figure 5", "part": self.config, "outcome": "wide", "n": self.n,
+                "interval": list(self.interval), "cells": list(self.cells), "why": self.why()}
+
+
+def precision_requests(ratios: Iterable, counts: dict[str, int], cap: int, runnable: set[str]) -> list[Precision]:
+    """The operator configurations (harness.claims.operators.OpRatio) whose ratio's interval is wider than
+    OPERATOR_PRECISION, each with its cells that may run again (in this run and below `cap`)."""
+    out = []
+    for o in ratios:
+        interval = measure.replicate_interval(o.replicates)
+        if interval is None or measure.relative_half_width(interval, o.ratio) <= OPERATOR_PRECISION:
+            continue
+        more = tuple(c for c in dict.fromkeys(o.cells) if c in runnable and counts.get(c, 0) < cap)
+        if len(more) == len(set(o.cells)):   # both sides, so that the ratio gains a process on each
+            n = min(counts.get(c, 0) for c in o.cells)
+            out.append(Precision(" ".join(cellid.configuration(o.cells[0])), o.ratio, interval, n, more))
+    return out
 
 
 # -- what the rule does with known ratios ------------------------------------------------------------------------

@@ -236,3 +236,37 @@ def test_a_bad_operator_core_count_refuses_the_run_in_one_line(tmp_path):
     assert p.stderr.strip() == ("error: HARNESS_OPERATOR_CORES=two is not a number of cores; give one of "
                                 f"1-{len(os.sched_getaffinity(0))}, or 'all'")
     assert not (tmp_path / "o").exists(), "refused before the run folder is made"
+
+
+def test_a_process_with_fast_s_is_taken_at_the_fast_quantile_of_its_blocks():
+    """Blocks in two phases (a third of them 1.7x slower, as on the 2-core machine): the process's throughput and its
+    replicates are those of the fast phase, where the median of the same blocks would sit between the phases."""
+    r = op("linear", "pytorch", "eager", 100, 1000.0)
+    base = BATCH / 1000.0
+    times = [base * (1.7 if k % 3 == 0 else 1.0) * (1 + 0.001 * (k % 5)) for k in range(30)]
+    fast = float(measure.fast_time(times))
+    rec = {**r, "repeat": 0, "block_times_s": times, "median_s": float(np.median(times)), "fast_s": fast,
+           "throughput": BATCH / fast}
+    reps = measure.block_replicates(cell([rec, {**rec, "repeat": 1}]))
+    lo, hi = measure.replicate_interval(reps)
+    assert 995 <= lo <= hi <= 1001 and fast == pytest.approx(base, rel=0.002)
+
+
+def test_a_wide_operator_ratio_asks_for_one_more_process_of_both_cells_up_to_its_cap():
+    from harness import sequential
+
+    class Ratio:   # harness.claims.operators.OpRatio's fields the rule reads
+        def __init__(self, ratio, replicates, cells):
+            self.ratio, self.replicates, self.cells = ratio, np.asarray(replicates), cells
+
+    cells = [cellid.operator_id("linear", fw, mode, "fp32", "fwd", {"batch": 64})
+             for fw, mode in (("mindspore", "graph"), ("pytorch", "eager"))]
+    wide = Ratio(0.5, np.linspace(0.4, 0.6, 101), cells)      # ±20%
+    narrow = Ratio(0.5, np.linspace(0.49, 0.51, 101), cells)  # ±2%
+    counts = dict.fromkeys(cells, 2)
+    asked = sequential.precision_requests([wide, narrow], counts, 4, set(cells))
+    assert len(asked) == 1 and asked[0].cells == tuple(cells) and asked[0].n == 2
+    assert asked[0].half_width == pytest.approx(0.192) and "wider than ±5%" in asked[0].why()   # 2.5-97.5%
+    assert asked[0].to_dict()["claim"] == "Figure 5" and "linear fp32 fwd batch64" in asked[0].why()
+    assert sequential.precision_requests([wide], dict.fromkeys(cells, 4), 4, set(cells)) == [], "at the cap"
+    assert sequential.precision_requests([wide], counts, 4, {cells[0]}) == [], "one side cannot run: no request"

@@ -8,11 +8,13 @@ results from several), `evaluate_by_platform` evaluates each.
 Verdicts (VERDICTS):
   supported     every measured part of the claim agrees with the paper
   contradicted  no measured part agrees (a tie counts as not agreeing: the claim is that one side is ahead)
-  inconclusive  every measured part is inconclusive: its ratio's interval over the repeats (harness.measure.
+  inconclusive  a part is inconclusive when its ratio's interval over the repeats (harness.measure.
                 ratio_interval, 2 repeats a side or more) reaches across an edge of the ±5% tie band, so the
-                repeats cannot say which side of it the ratio lies on. An inconclusive part beside conclusive ones
-                does not count for or against the claim (as a part not measured); `reason` names it. Without
-                repeats (one a side) there is no interval and no part is inconclusive.
+                repeats cannot say which side of it the ratio lies on. The claim is inconclusive when the way its
+                inconclusive parts fall would decide the verdict: every part inconclusive, or the conclusive ones
+                all agreeing (or all disagreeing) beside an inconclusive one (supported or mixed, as it falls).
+                Conclusive parts that go both ways make the claim mixed whatever the others do. `reason` names the
+                inconclusive parts. Without repeats (one a side) there is no interval and no part is inconclusive.
   mixed         some parts agree and some do not. The claims are conjunctions (C1 is three models with
                 opposite expectations, C3 two frameworks at several AMP levels, O1-O3 several operator
                 directions/dtypes); on real data one model can confirm what another refutes, and folding
@@ -89,14 +91,23 @@ def _verdict(parts: list[Part]) -> tuple[str, str]:
     unsure = [p.name for p in measured if p.outcome == INCONCLUSIVE]
     conclusive = [p for p in measured if p.outcome != INCONCLUSIVE]
     n_sup = sum(p.outcome == SUPPORTS for p in conclusive)
-    verdict = (INCONCLUSIVE if not conclusive else "supported" if n_sup == len(conclusive)
-               else "contradicted" if n_sup == 0 else "mixed")
+    n_con = len(conclusive) - n_sup
+    # A verdict is conclusive only where every way the inconclusive parts could fall gives it: one part for the
+    # paper and one against make "mixed" whatever the others do; all the conclusive parts one way beside an
+    # inconclusive part could still end "supported" or "mixed" (or "contradicted" or "mixed"), so it is inconclusive.
+    # Two runs of the same code then never give two different conclusive verdicts because one part's interval
+    # reached across the tie band in one of them.
+    verdict = ("mixed" if n_sup and n_con else INCONCLUSIVE if unsure or not conclusive
+               else "supported" if n_con == 0 else "contradicted")
     against = [p.name for p in conclusive if p.outcome != SUPPORTS]
     reason = f"{n_sup} of {len(measured)} measured comparisons agree with the paper"
     if against:
         reason += f" (not: {', '.join(against)})"
     if unsure:
         reason += f"; inconclusive (interval across the tie band): {', '.join(unsure)}"
+        if conclusive and verdict == INCONCLUSIVE:
+            reason += (f": {'supported' if n_con == 0 else 'contradicted'} or mixed, as they fall, so no verdict "
+                       f"until they are settled")
     if missing:
         reason += f"; not measured: {unmeasured}"
     return verdict, reason

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from harness import measure
 from harness.errors import HarnessError
 
 BN_EPS = 1e-5
@@ -81,16 +82,54 @@ def arrays(op: str, s: dict[str, int], seed: int) -> dict[str, np.ndarray]:
     return out
 
 
-# The operator sweep's timing (Figure 5), chosen from what operator_noise.py measured (docs/methodology/
-# operators.md): MindSpore queues its calls, so a block of one iteration pays the whole launch-to-sync latency (PYNATIVE
-# Conv2d fwd+bwd: 172 ms an iteration synchronised each time, 41-48 ms queued): a block holds at least
-# min_block_iters iterations as well as min_block_s, so that the latency is spread over many. Each cell runs in
-# several processes (the profile's claim_repeats), since per-process state differs more than blocks within one. At
-# least 8 blocks and 0.9 s a process: a ratio's interval resamples each process's blocks for their median, and with 5
-# blocks its ends were about the fastest and the slowest block (MindSpore PYNATIVE's Conv2d fwd 16->64 alternates
-# between blocks by 4-8%): 3 of 24 ratios had a half-width over 5% in some sweep; with 8 blocks 0, then 1, in two
-# runs (measured: docs/methodology/operators.md, item 11). The quick sweep took 199-203 s (budget: 230 s).
-SWEEP_TIMING = {"min_block_s": 0.1, "min_block_iters": 8, "min_run_s": 0.9, "min_blocks": 8}
+# The operator sweep's timing (Figure 5), from what operator_noise.py and operator_stability.py measured (docs/
+# methodology/operators.md, item 12): blocks of at least 0.02 s, so that a process holds enough blocks in the host's
+# fast phase for its statistic (harness.measure.fast_time: their 10th percentile); blocks of 0.1 s mixed the phases
+# (a vCPU of the 2-core machine ran 1.7x slower, in phases of milliseconds to seconds). Timed by turns
+# (harness.turns), a cell takes turns.ROUNDS blocks; alone, at least 20 blocks and 0.9 s. MindSpore PYNATIVE queues
+# its calls (Conv2d fwd+bwd: 172 ms an iteration synchronised each time, 41-48 ms queued), so its blocks hold at
+# least 8 iterations, as before, to spread that latency over many (QUEUED_TIMING); GRAPH's sync alone is 0.06-0.16
+# ms, PyTorch's none. Each cell runs in several processes (the profile's claim_repeats, then up to
+# operator_max_repeats while its ratio's interval is wide: harness.sequential), since per-process state differs
+# more than blocks within one.
+SWEEP_TIMING = {"min_block_s": 0.02, "min_block_iters": 1, "min_run_s": 0.9, "min_blocks": 20}
+QUEUED_TIMING = {**SWEEP_TIMING, "min_block_iters": 8}
+
+
+# Address-space layout randomisation off in an operator process on a CPU (personality(ADDR_NO_RANDOMIZE), what
+# `setarch -R` does): every process of a cell then puts its code, heap and buffers at the same virtual addresses, and
+# a cell's processes stop landing on different speeds by where their buffers fell. Measured on the 2-core machine:
+# PyTorch Conv2d fwd 16->64's fastest block over 6 processes each, 3,356-4,185 us with randomisation, 3,440-3,600 us
+# without; in two quick sweeps, with the fast quantile, 2 of 24 ratios within ±5% with it, 16 of 24 without
+# (docs/methodology/operators.md). Where the kernel or a container's seccomp profile refuses the call (Docker's
+# default allows personality() only for a few values), the process runs as it is and its result says so.
+ADDR_NO_RANDOMIZE = 0x0040000   # <sys/personality.h>
+
+
+def _personality(persona: int) -> int:
+    import ctypes
+
+    return ctypes.CDLL(None, use_errno=True).personality(ctypes.c_ulong(persona))
+
+
+def fixed_layout() -> bool:
+    """Turn address randomisation off for the programs this process execs; True when the caller should exec itself
+    again to get it (it was on and the kernel took the change), False when it is already off or cannot be."""
+    current = _personality(0xFFFFFFFF)
+    if current == -1 or current & ADDR_NO_RANDOMIZE:
+        return False
+    return _personality(current | ADDR_NO_RANDOMIZE) != -1 and bool(_personality(0xFFFFFFFF) & ADDR_NO_RANDOMIZE)
+
+
+def layout_state() -> str:
+    """What this process runs with, for its result's settings."""
+    current = _personality(0xFFFFFFFF)
+    return "unknown" if current == -1 else "off" if current & ADDR_NO_RANDOMIZE else "on (personality() refused)"
+
+
+def sweep_timing(framework: str, mode: str) -> dict[str, Any]:
+    """The block timing of an operator cell: QUEUED_TIMING for a framework mode that queues calls (PYNATIVE)."""
+    return QUEUED_TIMING if (framework, mode) == ("mindspore", "pynative") else SWEEP_TIMING
 
 
 # On a CPU host an operator cell's process is confined to one core, and both frameworks compute on one thread
@@ -129,6 +168,18 @@ def blocked_time(run: Callable[[], Any], sync: Callable[[], None], *, min_block_
     clock and the sync are negligible; then time blocks until min_run_s and min_blocks are reached.
     The device is synchronised before every clock read. Returns median and IQR over blocks, and
     every block's per-iteration time."""
+    n = block_size(run, sync, min_block_s, min_block_iters, warmup)
+    times, total = [], 0.0
+    while total < min_run_s or len(times) < min_blocks:
+        times.append(one_block(run, sync, n))
+        total += times[-1] * n
+    return block_summary(times, n)
+
+
+def block_size(run: Callable[[], Any], sync: Callable[[], None], min_block_s: float, min_block_iters: int = 1,
+               warmup: int = 3) -> int:
+    """Warm up, then grow the block (iterations timed together, at least min_block_iters) until one takes
+    min_block_s."""
     for _ in range(warmup):
         run()
     sync()
@@ -140,17 +191,30 @@ def blocked_time(run: Callable[[], Any], sync: Callable[[], None], *, min_block_
         sync()
         dt = time.perf_counter() - t
         if dt >= min_block_s or n >= 1 << 20:
-            break
+            return n
         n = max(n * 2, int(n * min_block_s / max(dt, 1e-9) * 1.2))
-    times, total = [], 0.0
-    while total < min_run_s or len(times) < min_blocks:
-        t = time.perf_counter()
-        for _ in range(n):
-            run()
-        sync()
-        dt = time.perf_counter() - t
-        times.append(dt / n)
-        total += dt
+
+
+def one_block(run: Callable[[], Any], sync: Callable[[], None], n: int) -> float:
+    """One block of n iterations, the device synchronised before the clock is read: seconds per iteration."""
+    t = time.perf_counter()
+    for _ in range(n):
+        run()
+    sync()
+    return (time.perf_counter() - t) / n
+
+
+def turn_time(run: Callable[[], Any], sync: Callable[[], None], spec: dict[str, Any], *, min_block_s: float,
+              min_block_iters: int = 1, warmup: int = 3, **_) -> dict[str, Any]:
+    """blocked_time's figures from blocks timed by turns with the configuration's other cells (harness.turns)."""
+    from harness import turns
+
+    n = block_size(run, sync, min_block_s, min_block_iters, warmup)
+    out = block_summary(turns.take_turns(spec, lambda: one_block(run, sync, n)), n)
+    return out | {"turns": {k: spec[k] for k in ("group", "position", "cells", "rounds")}}
+
+
+def block_summary(times: list[float], n: int) -> dict[str, Any]:
     q = np.percentile(times, [25, 75])
-    return {"median_s": median(times), "iqr_s": float(q[1] - q[0]), "block_size": n, "blocks": len(times),
-            "times_s": times}
+    return {"median_s": median(times), "iqr_s": float(q[1] - q[0]), "fast_s": float(measure.fast_time(times)),
+            "block_size": n, "blocks": len(times), "times_s": times}

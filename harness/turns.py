@@ -1,0 +1,130 @@
+"""Timing by turns: an operator configuration's cells (one per framework and mode), each in its own process set up as
+the runner sets up any cell, alive at once and timing one block each in turn, so that the host's slow phases fall on
+both sides of every ratio alike (docs/methodology/operators.md). Each round's blocks are taken within a fraction of a
+second of each other; a configuration's ratio is then taken round by round (harness.measure.OpConfig).
+
+The protocol, over named pipes in the run folder (one per cell, and `ready`):
+- a child, once its operator is built, warmed up and its block sized, writes READY to `ready` and waits on its pipe;
+- the runner (Coordinator), once every child is ready, writes TURN to the first child's pipe;
+- a child given TURN times one block and writes TURN to the next child's pipe; after `rounds` blocks it passes the
+  turn on once more and finishes as any cell does (its result, its exit code);
+- ABORT instead of TURN ends a child with an error that says why (a partner stopped, the run was interrupted); a child
+  waits at most WAIT_S for its turn.
+A child waiting for its turn sleeps in select(): two never compute at once, and on a CPU they share one core
+(harness.operators.cpu_cores)."""
+
+from __future__ import annotations
+
+import os
+import select
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.errors import HarnessError
+
+ROUNDS = 40      # blocks a cell times in a group: the prototype's 40 gave 12 of 12 and 9 of 12 ratios within ±5%
+WAIT_S = 120.0   # the longest a child waits for its turn (a partner's block, or every partner's set-up)
+TURN, ABORT, READY = b"t", b"x", b"r"
+
+
+def enabled(env: dict[str, str] | None = None) -> bool:
+    """HARNESS_OPERATOR_TURNS=off: each operator cell's process times its blocks alone, back to back (the method
+    before timing by turns; for comparing the two, or a host where the group's processes cannot share pipes)."""
+    value = (os.environ if env is None else env).get("HARNESS_OPERATOR_TURNS", "on").strip().lower()
+    return value not in ("off", "0", "false", "no")
+
+
+@dataclass(frozen=True)
+class Group:
+    """The pipes of one group of cells taking turns."""
+
+    name: str
+    folder: Path
+    size: int
+
+    def pipe(self, k: int) -> Path:
+        return self.folder / f"turn{k}"
+
+    @property
+    def ready(self) -> Path:
+        return self.folder / "ready"
+
+    def spec(self, k: int) -> dict[str, Any]:
+        """What cell k's child reads from its spec (`turns`)."""
+        return {"group": self.name, "position": k, "cells": self.size, "rounds": ROUNDS, "pipe": str(self.pipe(k)),
+                "next": str(self.pipe((k + 1) % self.size)), "ready": str(self.ready)}
+
+
+def prepare(folder: Path, size: int, name: str) -> Group:
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    group = Group(name, folder, size)
+    for path in [group.ready, *(group.pipe(k) for k in range(size))]:
+        os.mkfifo(path)
+    return group
+
+
+def _open(path: str | Path) -> int:
+    # read and write: opening never blocks, and a write never fails for want of a reader
+    return os.open(path, os.O_RDWR)
+
+
+class Coordinator:
+    """The runner's side: waits until every child is ready, gives the first turn, or tells them all to stop."""
+
+    def __init__(self, group: Group):
+        self.group = group
+        self.ready_fd = _open(group.ready)
+        self.pipes = [_open(group.pipe(k)) for k in range(group.size)]
+
+    def wait_ready(self, alive: Callable[[], bool], poll_s: float = 0.5) -> bool:
+        """True once every child has said it is ready; False as soon as `alive()` says one has ended."""
+        seen = 0
+        while seen < self.group.size:
+            if select.select([self.ready_fd], [], [], poll_s)[0]:
+                seen += len(os.read(self.ready_fd, self.group.size))
+            elif not alive():
+                return False
+        return True
+
+    def start(self) -> None:
+        os.write(self.pipes[0], TURN)
+
+    def abort(self) -> None:
+        for fd in self.pipes:
+            os.write(fd, ABORT)
+
+    def close(self) -> None:
+        for fd in [self.ready_fd, *self.pipes]:
+            os.close(fd)
+        shutil.rmtree(self.group.folder, ignore_errors=True)
+        try:
+            self.group.folder.parent.rmdir()   # the run folder's .turns/, once no group is left in it
+        except OSError:
+            pass
+
+
+def take_turns(spec: dict[str, Any], block: Callable[[], float]) -> list[float]:
+    """The child's side: say it is ready, then time `block()` (one block's per-iteration seconds) each time the turn
+    comes, passing it on, `spec["rounds"]` times. HarnessError where a turn does not come or ABORT does."""
+    mine, nxt, ready = _open(spec["pipe"]), _open(spec["next"]), _open(spec["ready"])
+    times = []
+    try:
+        os.write(ready, READY)
+        for _ in range(int(spec["rounds"])):
+            if not select.select([mine], [], [], WAIT_S)[0]:
+                raise HarnessError(f"timing by turns ({spec['group']}): no turn came in {WAIT_S:.0f} s; a partner "
+                                   f"cell stopped (see its log); run again with --resume")
+            if os.read(mine, 1) != TURN:
+                raise HarnessError(f"timing by turns ({spec['group']}): stopped by the runner after "
+                                   f"{len(times)} of {spec['rounds']} blocks (a partner cell ended, or the run was "
+                                   f"interrupted); run again with --resume")
+            times.append(block())
+            os.write(nxt, TURN)
+    finally:
+        for fd in (mine, nxt, ready):
+            os.close(fd)
+    return times

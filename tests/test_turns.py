@@ -1,0 +1,105 @@
+"""Timing by turns (harness.turns): the pipes' protocol between the runner and a group's children, the paired ratio
+it gives (harness.measure.OpConfig), and a run whose operator configurations take turns."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+from harness import measure, turns
+from harness.errors import HarnessError
+
+
+def _members(group: turns.Group, rounds: int, log: list,
+             fail_at: dict | None = None) -> tuple[list[threading.Thread], dict[int, str]]:
+    """One thread per member taking turns (a child's side), each block logging its member; `fail_at` {member: n}:
+    that member's block n+1 raises, as an operator that fails would."""
+    errors: dict[int, str] = {}
+
+    def member(k: int) -> None:
+        spec = group.spec(k) | {"rounds": rounds}
+
+        def block() -> float:
+            if fail_at and fail_at.get(k) == len([x for x in log if x == k]):
+                raise RuntimeError("this cell's operator failed")
+            log.append(k)
+            return 0.001 * (k + 1)
+
+        try:
+            times = turns.take_turns(spec, block)
+            assert times == [0.001 * (k + 1)] * rounds
+        except (HarnessError, RuntimeError) as e:
+            errors[k] = str(e)
+
+    threads = [threading.Thread(target=member, args=(k,), daemon=True) for k in range(group.size)]
+    for th in threads:
+        th.start()
+    return threads, errors
+
+
+def test_a_group_takes_one_block_each_in_turn_after_all_are_ready(tmp_path):
+    group = turns.prepare(tmp_path / "g", 3, "linear fp32 fwd batch64 r0")
+    coordinator = turns.Coordinator(group)
+    log: list[int] = []
+    threads, errors = _members(group, 4, log)
+    assert coordinator.wait_ready(lambda: True)
+    coordinator.start()
+    for th in threads:
+        th.join(10)
+    coordinator.close()
+    assert not errors and log == [0, 1, 2] * 4, "round by round, in the group's order"
+    assert not (tmp_path / "g").exists(), "the pipes go with the coordinator"
+
+
+def test_a_partner_that_ends_stops_the_others_with_a_reason(tmp_path):
+    group = turns.prepare(tmp_path / "g", 2, "conv2d r1")
+    coordinator = turns.Coordinator(group)
+    log: list[int] = []
+    threads, errors = _members(group, 5, log, fail_at={1: 2})   # cell 1 fails at its third block
+    assert coordinator.wait_ready(lambda: True)
+    coordinator.start()
+    threads[1].join(10)
+    assert not threads[1].is_alive() and "operator failed" in errors[1]
+    coordinator.abort()   # what the runner does when one member has ended and another has not
+    threads[0].join(10)
+    coordinator.close()
+    assert "stopped by the runner after 3 of 5 blocks" in errors[0] and "--resume" in errors[0]
+
+
+def test_the_coordinator_gives_up_waiting_when_a_member_ends_before_it_is_ready(tmp_path):
+    group = turns.prepare(tmp_path / "g", 2, "bn r0")
+    coordinator = turns.Coordinator(group)
+    assert coordinator.wait_ready(lambda: False, poll_s=0.01) is False
+    coordinator.close()
+
+
+def _turn_results(op_record: dict, rounds_ms: list[np.ndarray], rounds_pt: list[np.ndarray]) -> measure.OpConfig:
+    results = []
+    for k, (ms, pt) in enumerate(zip(rounds_ms, rounds_pt, strict=True)):
+        for fw, mode, times in (("mindspore", "graph", ms), ("pytorch", "eager", pt)):
+            fast = float(measure.fast_time(times))
+            cell = f"operator/linear/{fw}/{mode}/fp32/fwd/batch64"
+            results.append({**op_record, "cell": cell, "framework": fw, "mode": mode, "repeat": k,
+                            "block_times_s": list(times), "fast_s": fast, "median_s": float(np.median(times)),
+                            "throughput": 64 / fast, "turns": {"group": f"g{k}", "position": 0, "cells": 2,
+                                                               "rounds": len(times)}})
+    (config,) = measure.operator_ratios(measure.summarise(results))
+    return config
+
+
+def test_cells_timed_by_turns_give_the_ratio_round_by_round_and_phases_cancel():
+    """Both sides in the same slow phases (every third round 1.7x slower for both): each round's ratio is the same,
+    so the ratio and its interval are exact, where the two cells' own spreads would have given a wide one."""
+    record = {"kind": "operator", "status": "ok", "op": "linear", "dtype": "fp32", "direction": "fwd",
+              "shape": {"batch": 64}, "params": 100, "platform": "cpu"}
+    phase = np.asarray([1.7 if i % 3 == 0 else 1.0 for i in range(40)])
+    config = _turn_results(record, [phase * 0.002, phase * 0.002], [phase * 0.001, phase * 0.001])
+    assert config.ratio("graph") == pytest.approx(0.5)
+    lo, hi = config.ratio_interval("graph")
+    assert lo == pytest.approx(0.5) and hi == pytest.approx(0.5)
+    # Two groups that disagree (the processes of the second ran MindSpore 20% slower): the interval spans both.
+    config = _turn_results(record, [phase * 0.002, phase * 0.0024], [phase * 0.001, phase * 0.001])
+    lo, hi = config.ratio_interval("graph")
+    assert lo == pytest.approx(0.5 / 1.2) and hi == pytest.approx(0.5)
