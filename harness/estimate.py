@@ -16,7 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from harness import measure, stepmodel
+from harness import measure, stepmodel, turns
 from harness.cell import Cell
 from harness.profiling.peaks import run_device
 from harness.progress import duration
@@ -59,8 +59,9 @@ def wall_s(meta: dict[str, Any]) -> float | None:
 
 
 def per_cell(run: Path) -> dict[str, measure.Sample]:
-    """Each cell's recorded seconds per repeat (elapsed_s over its repeats)."""
-    return {cid: s.measure("elapsed_s") for cid, s in measure.summarise(RunStore(run).results()).items()}
+    """Each cell's recorded seconds per repeat (elapsed_s over its repeats; a cell timed by turns, its share of its
+    group's: harness.turns.own_seconds)."""
+    return {cid: s.measure(turns.own_seconds) for cid, s in measure.summarise(RunStore(run).results()).items()}
 
 
 def plan(todo: Sequence[tuple[Cell, int]], run: Path | Sequence[Path], *, here: str | None = None,

@@ -29,7 +29,7 @@ from pathlib import Path
 from statistics import median
 from typing import Any
 
-from harness import profiling
+from harness import profiling, turns
 from harness.cell import Cell
 from harness.profiling.peaks import AMP_PRECISION, peak, run_device
 from harness.spec import ModelSpec
@@ -100,7 +100,7 @@ def _busy(r: dict[str, Any]) -> float | None:
 
 def _donor(r: dict[str, Any], device: str | None) -> Donor | None:
     epochs = [e for e in r.get("epochs") or [] if e.get("train_s") and e.get("samples")]
-    elapsed = r.get("elapsed_s")
+    elapsed = turns.own_seconds(r)   # an operator cell timed by turns: its share of its group's time
     ok = r.get("status") == "ok"
     if not elapsed or not (ok or epochs):   # a failed cell's trained epochs are step times all the same
         return None

@@ -37,6 +37,15 @@ def enabled(env: dict[str, str] | None = None) -> bool:
     return value not in ("off", "0", "false", "no")
 
 
+def own_seconds(result: dict[str, Any]) -> float | None:
+    """A result's share of the wall time: its elapsed_s, divided among its group where it was timed by turns (the
+    group's cells run at once, each elapsed the whole group's time). For the estimate of a run's length."""
+    elapsed, group = result.get("elapsed_s"), result.get("turns")
+    if not isinstance(elapsed, int | float):
+        return None
+    return elapsed / max(1, int(group.get("cells") or 1)) if isinstance(group, dict) else float(elapsed)
+
+
 @dataclass(frozen=True)
 class Group:
     """The pipes of one group of cells taking turns."""
