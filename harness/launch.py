@@ -11,6 +11,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,16 +49,41 @@ def start(argv: list[str], log_path: Path, cell_dir: Path, env: dict, timeout_s:
     """Start a cell's process (or launcher) in its own session and wait for it: its exit code, None on timeout.
     `watch` (path, callback): the callback sees each new line of that file as it comes."""
     with open(log_path, "wb") as logf:
-        # cwd = the cell's folder: frameworks drop files (MindSpore's rank_0/, kernel_meta/) into it.
-        proc = subprocess.Popen(argv, stdout=logf, stderr=subprocess.STDOUT, cwd=cell_dir, env=env,
-                                start_new_session=True)
+        # cwd = the cell's folder: frameworks drop files (MindSpore's rank_0/, kernel_meta/) into it. A Ctrl-C that
+        # arrives while the process is being started is held until Popen has returned it, then acted on below: raised
+        # inside Popen, after the fork, it would leave the child running in its own session with nobody to end it.
+        held: list[int] = []
+        old = _hold_signals(held)
         try:
+            proc = subprocess.Popen(argv, stdout=logf, stderr=subprocess.STDOUT, cwd=cell_dir, env=env,
+                                    start_new_session=True)
+        finally:
+            _restore_signals(old)
+        try:
+            for signum in held:   # the runner's own handler, now that the process can be ended
+                handler = old.get(signum)
+                if callable(handler):
+                    handler(signum, None)
             rc = wait(proc, timeout_s, watch)
         except BaseException:
             kill_group(proc)
             raise
         kill_group(proc)  # also after a normal exit: a launcher's worker must not outlive its cell
     return rc
+
+
+def _hold_signals(held: list[int]) -> dict:
+    """SIGINT and SIGTERM recorded into `held` instead of handled, until _restore_signals; the handlers they had.
+    Only the main thread can set handlers: elsewhere (a turn group's member, harness.turns) nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    return {sig: signal.signal(sig, lambda signum, frame: held.append(signum))
+            for sig in (signal.SIGINT, signal.SIGTERM)}
+
+
+def _restore_signals(old: dict) -> None:
+    for sig, handler in old.items():
+        signal.signal(sig, handler)
 
 
 def wait(proc: subprocess.Popen, timeout_s: float, watch) -> int | None:
