@@ -244,17 +244,14 @@ def block_replicates(cell: Repeats) -> np.ndarray | None:
             and _number(r.get("fast_s", r.get("median_s")))]
     if not kept:
         return None
-    rng = np.random.default_rng([SEED, zlib.crc32(cell.cell.encode())])
-    per = []
-    for r in kept:
-        times = np.asarray(r["block_times_s"], dtype=float)
-        draw = times[rng.integers(0, len(times), (RESAMPLES, len(times)))]
+
+    def throughput_at(r: dict[str, Any]) -> Callable[[np.ndarray], np.ndarray]:
         fast = "fast_s" in r
-        stat = fast_time(draw, axis=1) if fast else np.median(draw, axis=1)
-        per.append(r["throughput"] * r["fast_s" if fast else "median_s"] / stat)
-    per = np.stack(per)
-    pick = rng.integers(0, len(kept), (RESAMPLES, len(kept)))
-    return np.median(per[pick, np.arange(RESAMPLES)[:, None]], axis=1)
+        own = r["throughput"] * r["fast_s" if fast else "median_s"]
+        return lambda draw: own / (fast_time(draw, axis=1) if fast else np.median(draw, axis=1))
+
+    return _two_level([np.asarray(r["block_times_s"], dtype=float) for r in kept], [throughput_at(r) for r in kept],
+                      cell.cell)
 
 
 def paired_ratio(pairs: list[np.ndarray]) -> float:
@@ -266,9 +263,17 @@ def paired_replicates(pairs: list[np.ndarray], seed_id: str) -> np.ndarray:
     """RESAMPLES bootstrap replicates of paired_ratio: the groups (each a pair of processes: what differs between
     processes) with replacement, and within each chosen group its rounds with replacement. Seeded by SEED and
     `seed_id` (a cell's id): the same blocks always give the same replicates."""
+    return _two_level(pairs, [lambda draw: np.median(draw, axis=1)] * len(pairs), seed_id)
+
+
+def _two_level(groups: list[np.ndarray], stats: list[Callable[[np.ndarray], np.ndarray]], seed_id: str) -> np.ndarray:
+    """The hierarchical percentile bootstrap of block_replicates and paired_replicates: within each group its values
+    resampled RESAMPLES times and reduced by its `stats` entry (each row of the draw to one number), then the groups
+    resampled and the median over them taken. Seeded by SEED and `seed_id`."""
     rng = np.random.default_rng([SEED, zlib.crc32(seed_id.encode())])
-    per = np.stack([np.median(p[rng.integers(0, len(p), (RESAMPLES, len(p)))], axis=1) for p in pairs])
-    pick = rng.integers(0, len(pairs), (RESAMPLES, len(pairs)))
+    per = np.stack([stat(v[rng.integers(0, len(v), (RESAMPLES, len(v)))])
+                    for v, stat in zip(groups, stats, strict=True)])
+    pick = rng.integers(0, len(groups), (RESAMPLES, len(groups)))
     return np.median(per[pick, np.arange(RESAMPLES)[:, None]], axis=1)
 
 
