@@ -212,15 +212,7 @@ def run(matrix: Matrix, profile: str, platform: str, out: Path, *, only: str | N
         try:
             for th in threads:
                 th.start()
-            if coordinator.wait_ready(lambda: all(th.is_alive() for th in threads)):
-                coordinator.start()
-            else:
-                coordinator.abort()   # one ended before it was ready: the others stop instead of waiting
-            while any(th.is_alive() for th in threads):
-                for th in threads:
-                    th.join(0.5)
-                if any(not th.is_alive() for th in threads) and any(th.is_alive() for th in threads):
-                    coordinator.abort()   # a partner ended early: no turn will come back to the others
+            coordinator.supervise(threads)
         except BaseException:
             coordinator.abort()
             for th in threads:

@@ -8,6 +8,8 @@ The protocol, over named pipes in the run folder (one per cell, and `ready`):
 - the runner (Coordinator), once every child is ready, writes TURN to the first child's pipe;
 - a child given TURN times one block and writes TURN to the next child's pipe; after `rounds` blocks it passes the
   turn on once more and finishes as any cell does (its result, its exit code);
+- a child that has timed its last block writes DONE to `ready`, so that the runner can tell a member that ended
+  after its turns from one that ended before them;
 - ABORT instead of TURN ends a child with an error that says why (a partner stopped, the run was interrupted); a child
   waits at most WAIT_S for its turn.
 A child waiting for its turn sleeps in select(): two never compute at once, and on a CPU they share one core
@@ -18,6 +20,7 @@ from __future__ import annotations
 import os
 import select
 import shutil
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +30,7 @@ from harness.errors import HarnessError
 
 ROUNDS = 40      # blocks a cell times in a group: the prototype's 40 gave 12 of 12 and 9 of 12 ratios within ±5%
 WAIT_S = 120.0   # the longest a child waits for its turn (a partner's block, or every partner's set-up)
-TURN, ABORT, READY = b"t", b"x", b"r"
+TURN, ABORT, READY, DONE = b"t", b"x", b"r", b"d"
 
 
 def enabled(env: dict[str, str] | None = None) -> bool:
@@ -88,6 +91,8 @@ class Coordinator:
         self.group = group
         self.ready_fd = _open(group.ready)
         self.pipes = [_open(group.pipe(k)) for k in range(group.size)]
+        self.done = 0   # members that have timed their last block (DONE read from `ready`)
+        self.aborted = False
 
     def wait_ready(self, alive: Callable[[], bool], poll_s: float = 0.5) -> bool:
         """True once every child has said it is ready; False as soon as `alive()` says one has ended."""
@@ -103,8 +108,31 @@ class Coordinator:
         os.write(self.pipes[0], TURN)
 
     def abort(self) -> None:
-        for fd in self.pipes:
-            os.write(fd, ABORT)
+        if not self.aborted:
+            self.aborted = True
+            for fd in self.pipes:
+                os.write(fd, ABORT)
+
+    def finished(self) -> int:
+        """How many members have timed their last block so far."""
+        while select.select([self.ready_fd], [], [], 0)[0]:
+            self.done += os.read(self.ready_fd, self.group.size).count(DONE)
+        return self.done
+
+    def supervise(self, members: list[threading.Thread], poll_s: float = 0.5) -> None:
+        """Give the first turn once every member (a thread running one cell's process) is ready; until they have all
+        ended, stop the others as soon as one has ended before it was ready or before its last block: no turn would
+        come back to them. A member that ended after its last block stops nobody: its partners may still be timing
+        theirs."""
+        if self.wait_ready(lambda: all(m.is_alive() for m in members), poll_s):
+            self.start()
+        else:
+            self.abort()
+        while any(m.is_alive() for m in members):
+            for m in members:
+                m.join(poll_s)
+            if sum(not m.is_alive() for m in members) > self.finished():
+                self.abort()
 
     def close(self) -> None:
         for fd in [self.ready_fd, *self.pipes]:
@@ -133,6 +161,7 @@ def take_turns(spec: dict[str, Any], block: Callable[[], float]) -> list[float]:
                                    f"interrupted); run again with --resume")
             times.append(block())
             os.write(nxt, TURN)
+        os.write(ready, DONE)
     finally:
         for fd in (mine, nxt, ready):
             os.close(fd)

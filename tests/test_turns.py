@@ -68,6 +68,24 @@ def test_a_partner_that_ends_stops_the_others_with_a_reason(tmp_path):
     assert "stopped by the runner after 3 of 5 blocks" in errors[0] and "--resume" in errors[0]
 
 
+def test_the_runner_stops_the_others_only_for_a_member_that_ended_before_its_last_block(tmp_path):
+    # three members ending in turn after their last blocks: the later ones still time theirs, nobody is stopped
+    group = turns.prepare(tmp_path / "g", 3, "linear r0")
+    coordinator = turns.Coordinator(group)
+    log: list[int] = []
+    threads, errors = _members(group, 6, log)
+    coordinator.supervise(threads, poll_s=0.01)
+    assert not errors and log == [0, 1, 2] * 6 and coordinator.finished() == 3 and not coordinator.aborted
+    coordinator.close()
+    # one member failing at its third block: the runner stops the other instead of leaving it to wait for its turn
+    group = turns.prepare(tmp_path / "h", 2, "linear r1")
+    coordinator = turns.Coordinator(group)
+    threads, errors = _members(group, 5, [], fail_at={1: 2})
+    coordinator.supervise(threads, poll_s=0.01)
+    coordinator.close()
+    assert coordinator.aborted and "operator failed" in errors[1] and "stopped by the runner after 3 of 5" in errors[0]
+
+
 def test_the_coordinator_gives_up_waiting_when_a_member_ends_before_it_is_ready(tmp_path):
     group = turns.prepare(tmp_path / "g", 2, "bn r0")
     coordinator = turns.Coordinator(group)
