@@ -144,12 +144,12 @@ class Matrix:
         want = cap if cap is not None else int(prof.get("max_repeats", least))
         return max(want, least)
 
-    def operator_max_repeats(self, profile_name: str, cap: int) -> int:
+    def operator_max_repeats(self, profile_name: str, cap: int, given: bool = False) -> int:
         """The cap of an operator configuration's repeats while its ratio's interval is wider than
         harness.sequential.OPERATOR_PRECISION: the profile's `operator_max_repeats`, never below `cap` (the claims'
-        cap). Operator processes cost seconds; the ratios they give vary between processes (harness.sequential).
-        A run's --max-repeats caps them too (the runner then passes its own cap for both)."""
-        return max(cap, int(self.profile(profile_name).get("operator_max_repeats", cap)))
+        cap, max_repeats). Operator processes cost seconds; the ratios they give vary between processes
+        (harness.sequential). `given`: the run's --max-repeats set `cap`, and it caps the operators too."""
+        return cap if given else max(cap, int(self.profile(profile_name).get("operator_max_repeats", cap)))
 
     def excluded(self, axes: dict[str, Any]) -> bool:
         """Whether an [[exclude]] rule prunes a cell with these axis values (also called by companion_matrix)."""

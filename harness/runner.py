@@ -124,7 +124,7 @@ def run(matrix: Matrix, profile: str, platform: str, out: Path, *, only: str | N
     log(said)
     invocation = {"argv": sys.argv, "started_at": _now(), "only": only, "finished_at": None, "interrupted": False,
                   "max_repeats": cap,
-                  "operator_max_repeats": cap if max_repeats is not None else matrix.operator_max_repeats(profile, cap),
+                  "operator_max_repeats": matrix.operator_max_repeats(profile, cap, given=max_repeats is not None),
                   "load_average_at_start": _load()}
     if os.environ.get("HARNESS_COMMAND"):  # the command line the user typed (reproduce.sh sets it)
         invocation["command"] = os.environ["HARNESS_COMMAND"]
@@ -137,20 +137,19 @@ def run(matrix: Matrix, profile: str, platform: str, out: Path, *, only: str | N
 
     lock = threading.Lock()   # a turn group's cells finish in threads of their own (harness.turns)
 
-    def kept(cell: Cell, repeat: int) -> dict | None:
-        """The result an earlier invocation left that this one keeps, or None: the cell runs (or is skipped)."""
-        prev = store.read_result(cell.id, repeat)
-        return prev if prev is not None and prev.get("status") in KEEP_ON_RESUME and (
-            prev["status"] == "ok" or prev.get("reason") == host.verdict(cell)) else None
+    def keeps(cell: Cell, prev: dict | None) -> bool:
+        """Whether this invocation keeps the result an earlier one left (else the cell runs, or is skipped)."""
+        return prev is not None and prev.get("status") in KEEP_ON_RESUME and (
+            prev["status"] == "ok" or prev.get("reason") == host.verdict(cell))
 
     def one(cell: Cell, repeat: int, head: str, turns: dict | None = None) -> None:
         prev = store.read_result(cell.id, repeat)
-        reason = host.verdict(cell)
-        if kept(cell, repeat) is not None:
+        if keeps(cell, prev):
             with lock:
                 log(f"{head}: kept ({prev['status']}) from an earlier invocation; {progress.finished()}")
                 counts[prev["status"]] = counts.get(prev["status"], 0) + 1
             return
+        reason = host.verdict(cell)
         moved = store.retire(cell.id, repeat)
         if moved:
             log(f"{head}: earlier result ({prev.get('status')}) kept as {moved.relative_to(out)}")
@@ -189,8 +188,10 @@ def run(matrix: Matrix, profile: str, platform: str, out: Path, *, only: str | N
         """Run entries (cell, repeat), the first numbered `first`: an operator configuration's cells that run now,
         at the same repeat, as a turn group (harness.turns); every other cell by itself."""
         heads = [f"[{first + k}/{progress.total}] {c.id} r{r}" for k, (c, r) in enumerate(entries)]
-        going = [k for k, (c, r) in enumerate(entries) if kept(c, r) is None and not host.verdict(c)]
-        if len(going) < 2 or len(entries) < 2 or not turns.enabled():
+        going = [k for k, (c, r) in enumerate(entries) if not keeps(c, store.read_result(c.id, r))
+                 and not host.verdict(c)] \
+            if len(entries) > 1 and turns.enabled() else []
+        if len(going) < 2:
             for (cell, repeat), head in zip(entries, heads, strict=True):
                 one(cell, repeat, head)
             return

@@ -1,7 +1,8 @@
 """Time one operator configuration (a `kind: operator` cell) in this process, one of its repeats: warm-up, blocks of
 at least harness.operators.sweep_timing's iterations and time, the fast quantile, median and IQR of the per-iteration
 time over blocks,
-every block kept (the ratio's interval resamples the repeats and their blocks: harness.measure.block_replicates)."""
+every block kept (the ratio's interval resamples the repeats and their blocks: harness.measure.block_replicates; timed
+by turns, the groups and their rounds: harness.measure.paired_replicates)."""
 
 from __future__ import annotations
 
