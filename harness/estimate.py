@@ -147,11 +147,12 @@ def before_run(todo: Sequence[tuple[Cell, int]], profile: str, platform: str, ca
                 f"is committed in docs/runs)"), None
     run = folders[0]
     store = RunStore(run)
-    ref_on_device = run_device(store.read_meta().get("platform"), store.read_env()) is not None
+    env = store.read_env()
+    ref_on_device = run_device(store.read_meta().get("platform"), env) is not None
     ref_dev = reference_device(run)
     p = plan(todo, folders, here=here, synthetic=synthetic, skip=skip, on_device=platform != "cpu")
     total = p["cells"] + p["extra"] + p["outside"]
-    cores = None if ref_on_device else store.read_env().get("cpu", {}).get("cores")
+    cores = None if ref_on_device else env.get("cpu", {}).get("cores")
     more = (f" and the {p['extra_runs']} more repeats its comparisons not yet settled took there (up to {cap} a cell)"
             if p["extra_runs"] else "")
     derived = sum(1 for h in p["how"].values() if h in ("like", "model", "kind"))
