@@ -254,25 +254,47 @@ def block_replicates(cell: Repeats) -> np.ndarray | None:
                       cell.cell)
 
 
+def group_log_ratios(pairs: list[np.ndarray]) -> np.ndarray:
+    """Per turn group, the log of the median of its round ratios: a group's one figure (the unit the groups differ
+    by: each is a fresh pair of processes, at a different time on the host)."""
+    return np.array([math.log(float(np.median(p))) for p in pairs])
+
+
 def paired_ratio(pairs: list[np.ndarray]) -> float:
-    """The ratio of cells timed by turns: the median over groups of the median of each group's round ratios."""
-    return float(np.median([np.median(p) for p in pairs]))
+    """The ratio of cells timed by turns: the geometric mean over groups of each group's median round ratio (one
+    group: that group's median)."""
+    return float(math.exp(group_log_ratios(pairs).mean()))
 
 
 def paired_replicates(pairs: list[np.ndarray], seed_id: str) -> np.ndarray:
-    """RESAMPLES bootstrap replicates of paired_ratio: the groups (each a pair of processes: what differs between
-    processes) with replacement, and within each chosen group its rounds with replacement. Seeded by SEED and
-    `seed_id` (a cell's id): the same blocks always give the same replicates."""
-    return _two_level(pairs, [lambda draw: np.median(draw, axis=1)] * len(pairs), seed_id)
+    """RESAMPLES replicates of paired_ratio whose percentile interval is Student's t interval over the groups: the
+    mean of the groups' log ratios plus its standard error times the t distribution's RESAMPLES evenly spaced
+    quantiles (k - 1 degrees of freedom), in an order seeded by SEED and `seed_id` (a cell's id), so that the claims
+    can combine several configurations' replicates draw by draw. The groups are the units: what moves a ratio from
+    run to run is what differs between pairs of processes and the host's phases that outlast a group, and a
+    group's median over its rounds already carries its own rounds' noise. A bootstrap over two to four groups
+    (the interval before) spans little more than their range and missed the next run's ratio in most
+    configurations (docs/methodology/operators.md, item 13); t's wide tails at few groups are what the precision
+    rule then narrows with more groups. One group: its rounds resampled (no spread between processes in it)."""
+    from scipy import stats  # here: the cells' own processes import this module, and need no scipy
+
+    logs = group_log_ratios(pairs)
+    rng = np.random.default_rng([SEED, zlib.crc32(seed_id.encode())])
+    if len(logs) < 2:
+        draw = pairs[0][rng.integers(0, len(pairs[0]), (RESAMPLES, len(pairs[0])))]
+        return np.median(draw, axis=1)
+    k = len(logs)
+    t = stats.t.ppf((np.arange(RESAMPLES) + 0.5) / RESAMPLES, k - 1)
+    return np.exp(logs.mean() + logs.std(ddof=1) / math.sqrt(k) * rng.permutation(t))
 
 
-def _two_level(groups: list[np.ndarray], stats: list[Callable[[np.ndarray], np.ndarray]], seed_id: str) -> np.ndarray:
-    """The hierarchical percentile bootstrap of block_replicates and paired_replicates: within each group its values
-    resampled RESAMPLES times and reduced by its `stats` entry (each row of the draw to one number), then the groups
+def _two_level(groups: list[np.ndarray], reduce: list[Callable[[np.ndarray], np.ndarray]], seed_id: str) -> np.ndarray:
+    """block_replicates' hierarchical percentile bootstrap: within each group its values
+    resampled RESAMPLES times and reduced by its `reduce` entry (each row of the draw to one number), then the groups
     resampled and the median over them taken. Seeded by SEED and `seed_id`."""
     rng = np.random.default_rng([SEED, zlib.crc32(seed_id.encode())])
     per = np.stack([stat(v[rng.integers(0, len(v), (RESAMPLES, len(v)))])
-                    for v, stat in zip(groups, stats, strict=True)])
+                    for v, stat in zip(groups, reduce, strict=True)])
     pick = rng.integers(0, len(groups), (RESAMPLES, len(groups)))
     return np.median(per[pick, np.arange(RESAMPLES)[:, None]], axis=1)
 
@@ -308,8 +330,8 @@ class OpConfig:
 
     def ratio(self, ms_mode: str) -> float | None:
         """MindSpore (ms_mode) throughput / PyTorch eager's; above 1: MindSpore faster. None unless both measured.
-        Where the two cells were timed by turns (harness.turns), the median over their groups of the median over
-        rounds of each round's ratio (paired_ratio); else the ratio of the two cells' throughputs."""
+        Where the two cells were timed by turns (harness.turns), the geometric mean over their groups of the median
+        over rounds of each round's ratio (paired_ratio); else the ratio of the two cells' throughputs."""
         pairs = self.turn_pairs(ms_mode)
         if pairs:
             return paired_ratio(pairs)
@@ -334,9 +356,9 @@ class OpConfig:
         return out
 
     def ratio_replicates(self, ms_mode: str) -> np.ndarray | None:
-        """Bootstrap replicates of ratio(ms_mode). Timed by turns: the groups resampled, and within each chosen group
-        its rounds (paired_replicates). Else each side's block_replicates, one over the other (the two cells are
-        independent processes). None unless both sides kept their block times."""
+        """Replicates of ratio(ms_mode). Timed by turns: Student's t over the groups (paired_replicates). Else each
+        side's block_replicates, one over the other (the two cells are independent processes). None unless both
+        sides kept their block times."""
         pairs = self.turn_pairs(ms_mode)
         if pairs:
             return paired_replicates(pairs, self.cells[f"mindspore/{ms_mode}"].cell)

@@ -21,6 +21,7 @@ import os
 import select
 import shutil
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -144,11 +145,25 @@ class Coordinator:
             pass
 
 
-def take_turns(spec: dict[str, Any], block: Callable[[], float]) -> list[float]:
+PROBE_LOOP = 20000   # iterations of probe()'s loop: about 0.5 ms on the 2-core machine
+
+
+def probe() -> float:
+    """Seconds of a fixed pure-Python loop: the speed the core runs at just now, whatever the process computes."""
+    t = time.perf_counter()
+    s = 0
+    for i in range(PROBE_LOOP):
+        s += i
+    return time.perf_counter() - t
+
+
+def take_turns(spec: dict[str, Any], block: Callable[[], float]) -> tuple[list[float], list[float]]:
     """The child's side: say it is ready, then time `block()` (one block's per-iteration seconds) each time the turn
-    comes, passing it on, `spec["rounds"]` times. HarnessError where a turn does not come or ABORT does."""
+    comes, passing it on, `spec["rounds"]` times. Returns the block times and the probe() times taken just before
+    each block and once after the last (rounds + 1). HarnessError where a turn does not come or ABORT does."""
     mine, nxt, ready = _open(spec["pipe"]), _open(spec["next"]), _open(spec["ready"])
-    times = []
+    times: list[float] = []
+    probes: list[float] = []
     try:
         os.write(ready, READY)
         for _ in range(int(spec["rounds"])):
@@ -159,10 +174,13 @@ def take_turns(spec: dict[str, Any], block: Callable[[], float]) -> list[float]:
                 raise HarnessError(f"timing by turns ({spec['group']}): stopped by the runner after "
                                    f"{len(times)} of {spec['rounds']} blocks (a partner cell ended, or the run was "
                                    f"interrupted); run again with --resume")
+            probes.append(probe())
             times.append(block())
+            if len(times) == int(spec["rounds"]):
+                probes.append(probe())
             os.write(nxt, TURN)
         os.write(ready, DONE)
     finally:
         for fd in (mine, nxt, ready):
             os.close(fd)
-    return times
+    return times, probes

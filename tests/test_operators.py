@@ -72,11 +72,13 @@ def test_one_configuration_in_both_frameworks_through_the_runner(tmp_path):
         ms = r["framework"] == "mindspore"
         assert (r["process_env"].get("MS_DEV_HOST_BLOCKING_RUN") == "1") is ms, r["process_env"]
         assert r["settings"].get("launching_thread", "").startswith("default policy (one core") is ms, r["settings"]
-        # both frameworks' operator processes under the same allocator: tcmalloc where the host has it (MindSpore's
-        # model cells keep glibc's), so that no process draws a buffer layout the other did not
+        # both frameworks' operator processes under the same allocator: jemalloc on huge pages where the host has it
+        # (the models keep their own), so that no process draws a buffer layout the other did not; the result says
+        # how much of its memory the kernel put on huge pages
         used = r["process_env"]["HARNESS_ALLOCATOR_USED"]
         assert used == allocator.choose(r["framework"], kind="operator")[0]
-        assert used == "tcmalloc" or not allocator.find_library("tcmalloc"), r["process_env"]
+        assert used == "jemalloc" or not allocator.find_library("jemalloc"), r["process_env"]
+        assert r["settings"]["huge_pages"].startswith("mode "), r["settings"]
     # one process per cell and repeat; a repeat's three cells alive at once, timing one block each in turn
     # (harness.turns): one group per repeat, each cell with its place in it and the group's rounds of blocks
     for k in (0, 1):
@@ -84,6 +86,8 @@ def test_one_configuration_in_both_frameworks_through_the_runner(tmp_path):
         assert len({r["turns"]["group"] for r in group}) == 1 and len(group) == 3
         assert sorted(r["turns"]["position"] for r in group) == [0, 1, 2]
         assert all(r["turns"]["rounds"] == turns.ROUNDS == len(r["block_times_s"]) for r in group)
+        # the core's speed just before each block and after the last (harness.turns.probe), kept with the blocks
+        assert all(len(r["probe_s"]) == turns.ROUNDS + 1 and min(r["probe_s"]) > 0 for r in group)
     assert {r["turns"]["group"] for r in results if r["repeat"] == 0} != \
         {r["turns"]["group"] for r in results if r["repeat"] == 1}
     p = harness("report", out)

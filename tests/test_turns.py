@@ -3,9 +3,11 @@ it gives (harness.measure.OpConfig), and a run whose operator configurations tak
 
 from __future__ import annotations
 
+import math
 import threading
 
 import numpy as np
+from scipy import stats
 import pytest
 
 from harness import measure, turns
@@ -28,8 +30,9 @@ def _members(group: turns.Group, rounds: int, log: list,
             return 0.001 * (k + 1)
 
         try:
-            times = turns.take_turns(spec, block)
+            times, probes = turns.take_turns(spec, block)
             assert times == [0.001 * (k + 1)] * rounds
+            assert len(probes) == rounds + 1 and all(p > 0 for p in probes)
         except (HarnessError, RuntimeError) as e:
             errors[k] = str(e)
 
@@ -117,7 +120,17 @@ def test_cells_timed_by_turns_give_the_ratio_round_by_round_and_phases_cancel():
     assert config.ratio("graph") == pytest.approx(0.5)
     lo, hi = config.ratio_interval("graph")
     assert lo == pytest.approx(0.5) and hi == pytest.approx(0.5)
-    # Two groups that disagree (the processes of the second ran MindSpore 20% slower): the interval spans both.
+    # Two groups that disagree (the processes of the second ran MindSpore 20% slower): the groups are the units, the
+    # ratio their geometric mean and the interval Student's t over them (1 degree of freedom): far wider than the
+    # two groups' range, which is what the next run's ratio falls outside of; more groups narrow it.
     config = _turn_results(record, [phase * 0.002, phase * 0.0024], [phase * 0.001, phase * 0.001])
+    logs = np.log([0.5, 0.5 / 1.2])
+    assert config.ratio("graph") == pytest.approx(math.exp(logs.mean()))
     lo, hi = config.ratio_interval("graph")
-    assert lo == pytest.approx(0.5 / 1.2) and hi == pytest.approx(0.5)
+    half = stats.t.ppf(0.975, 1) * logs.std(ddof=1) / math.sqrt(2)
+    assert (lo, hi) == (pytest.approx(math.exp(logs.mean() - half), rel=0.01),
+                        pytest.approx(math.exp(logs.mean() + half), rel=0.01))
+    assert lo < 0.5 / 1.2 * 0.8 and hi > 0.5 * 1.2
+    four = _turn_results(record, [phase * 0.002, phase * 0.0024, phase * 0.002, phase * 0.0024], [phase * 0.001] * 4)
+    lo4, hi4 = four.ratio_interval("graph")
+    assert lo < lo4 < 0.5 / 1.2 and 0.5 < hi4 < hi

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
+from pathlib import Path
 from statistics import median
 from typing import Any
 
@@ -127,6 +128,21 @@ def layout_state() -> str:
     return "unknown" if current == -1 else "off" if current & ADDR_NO_RANDOMIZE else "on (personality() refused)"
 
 
+def huge_pages_state() -> str:
+    """The kernel's transparent huge page mode and this process's anonymous memory on huge pages now, for its
+    result's settings (harness.allocator.OPERATOR_JEMALLOC_CONF asks for them)."""
+    try:
+        mode = Path("/sys/kernel/mm/transparent_hugepage/enabled").read_text().split("[")[1].split("]")[0]
+    except (OSError, IndexError):
+        mode = "unknown"
+    try:
+        rollup = Path("/proc/self/smaps_rollup").read_text().splitlines()
+        kb = next(int(line.split()[1]) for line in rollup if line.startswith("AnonHugePages:"))
+    except (OSError, StopIteration, ValueError, IndexError):
+        return f"mode {mode}"
+    return f"mode {mode}, {kb // 1024} MiB on huge pages"
+
+
 def sweep_timing(framework: str, mode: str) -> dict[str, Any]:
     """The block timing of an operator cell: QUEUED_TIMING for a framework mode that queues calls (PYNATIVE)."""
     return QUEUED_TIMING if (framework, mode) == ("mindspore", "pynative") else SWEEP_TIMING
@@ -210,8 +226,9 @@ def turn_time(run: Callable[[], Any], sync: Callable[[], None], spec: dict[str, 
     from harness import turns
 
     n = block_size(run, sync, min_block_s, min_block_iters, warmup)
-    out = block_summary(turns.take_turns(spec, lambda: one_block(run, sync, n)), n)
-    return out | {"turns": {k: spec[k] for k in ("group", "position", "cells", "rounds")}}
+    times, probes = turns.take_turns(spec, lambda: one_block(run, sync, n))
+    return block_summary(times, n) | {"turns": {k: spec[k] for k in ("group", "position", "cells", "rounds")},
+                                      "probe_s": probes}
 
 
 def block_summary(times: list[float], n: int) -> dict[str, Any]:

@@ -45,7 +45,7 @@ def run(ctx, backend, events) -> dict[str, Any]:
             "direction": direction, "fast_s": timing["fast_s"], "median_s": timing["median_s"],
             "iqr_s": timing["iqr_s"], "block_size": timing["block_size"], "blocks": timing["blocks"],
             "block_times_s": timing["times_s"], "throughput": batch / timing["fast_s"], "throughput_unit": "samples/s",
-            "turns": timing.get("turns"), "flops": flop,
+            "turns": timing.get("turns"), "probe_s": timing.get("probe_s"), "flops": flop,
             "flops_per_s": fps, "device_name": name, "peak_flops_per_s": peak,
             "percent_of_peak": 100 * fps / peak if peak else None}
 
