@@ -29,24 +29,17 @@ PREFERENCE: dict[str, tuple[str, ...]] = {
     "pytorch": ("tcmalloc", "glibc-tuned"),
     "mindspore": ("system",),
 }
-# Operator cells on a CPU host, both frameworks: jemalloc, its memory on transparent huge pages
-# (OPERATOR_JEMALLOC_CONF).
-# What was left of the spread between a cell's processes was where their buffers land: under glibc the same oneDNN
-# primitive (MindSpore's Conv2d backward_data, batch 16, 16->64) took 4.8 ms a call in some fresh processes and
-# 7.2-9.1 ms in others, each steady inside (docs/methodology/operators.md, item 11); tcmalloc narrowed that, with
-# address randomisation off the virtual layout is fixed, but which physical pages a buffer gets, and so which cache
-# sets it falls in, still changed with each process: MindSpore GRAPH's fwd+bwd Linear 512->512, BatchNorm2d 16 and
-# Linear 64->512 varied between 6 processes by a CV of 7.7%, 8.2% and 37.5% under tcmalloc, 2.0%, 2.6% and 0.6%
-# under jemalloc on 2 MiB pages (whose physical layout follows the virtual one for 2 MiB); PyTorch's by 2.4-3.4%
-# and 0.4-1.9%, its times within -4%..+2% of tcmalloc's (item 13). One allocator for both sides of every ratio.
-# The models keep their own (above).
+# Operator cells on a CPU host: MindSpore gets tcmalloc too, the allocator PyTorch's cells have. Under glibc its
+# processes differ by where their buffers land, not by anything in the operator: the same oneDNN primitive
+# (Conv2d backward_data, gemm:jit, batch 16, 16->64) took 4.8 ms a call in some fresh processes and 7.2-9.1 ms in
+# others, each steady inside; with the layout fixed (PYTHONHASHSEED set, address randomisation off) the processes
+# agreed. Under tcmalloc they agree too (benchmarks/operator_layout.py, 3 processes of each of MindSpore's 24
+# quick-profile operator cells: a CV of 0.1-4.0% against glibc's 0.2-7.1%, 0.2-11.0% in a first pass). The cost:
+# Conv2d fwd+bwd 16->64 runs at glibc's slow layout's time (13-26% behind its fast one); 12 cells ran >2% faster.
+# Measured: docs/methodology/operators.md, item 11. The models keep MindSpore's glibc (above).
 OPERATOR_CPU_PREFERENCE: dict[str, tuple[str, ...]] = {
-    "mindspore": ("jemalloc", "tcmalloc", "system"),
-    "pytorch": ("jemalloc", "tcmalloc", "glibc-tuned"),
+    "mindspore": ("tcmalloc", "jemalloc", "system"),
 }
-# jemalloc for operator cells: every extent on transparent huge pages (where the kernel's mode is `madvise` or
-# `always`; with `never` it changes nothing, and the result's settings.huge_pages says so).
-OPERATOR_JEMALLOC_CONF = "thp:always,metadata_thp:always"
 # jemalloc's defaults return any allocation over 8 MiB (oversize_threshold) to the kernel when freed (measured:
 # ResNet50 at batch 16 ran at 0.74 of the plain loop). PyTorch's launcher sets this configuration whenever it
 # preloads jemalloc, and so does HARNESS_ALLOCATOR=jemalloc; a MALLOC_CONF of the user's wins.
@@ -96,8 +89,7 @@ def choose(framework: str, requested: str | None = None, *, platform: str = "cpu
         if path:
             preload = " ".join(filter(None, [path, os.environ.get("LD_PRELOAD")]))
             if name == "jemalloc":
-                conf = OPERATOR_JEMALLOC_CONF if (platform, kind) == ("cpu", "operator") else JEMALLOC_CONF
-                return name, {"LD_PRELOAD": preload, "MALLOC_CONF": os.environ.get("MALLOC_CONF") or conf}
+                return name, {"LD_PRELOAD": preload, "MALLOC_CONF": os.environ.get("MALLOC_CONF") or JEMALLOC_CONF}
             return name, {"LD_PRELOAD": preload}
         if requested != "auto":
             raise HarnessError(f"HARNESS_ALLOCATOR={name}: no {' or '.join(LIBRARIES[name])} on this host; install "

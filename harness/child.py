@@ -83,8 +83,6 @@ def main(spec_path: str) -> int:
         mlperf.log_setup(events, ctx, os.path.join("cells", cell.id, os.path.basename(spec_path)))
         events.log(eventlog.INIT_STOP, event_type=eventlog.END)
         out.update(scenario.run(ctx, backend, events))
-        if cell.kind == "operator" and spec["platform"] == "cpu":   # after the run: its buffers are allocated
-            ctx.settings["huge_pages"] = operators.huge_pages_state()
         framework_peak, framework_why = telemetry.framework_peak(backend, ctx)
         out["status"] = "ok"
     except Unsupported as e:

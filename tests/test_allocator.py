@@ -29,43 +29,20 @@ def test_auto_takes_the_first_allocator_the_host_has(libs):
     assert allocator.choose("mindspore")[0] == allocator.PREFERENCE["mindspore"][0]
 
 
-def test_operator_cells_on_cpu_give_both_frameworks_jemalloc_on_huge_pages(libs):
-    """Where buffers land is what is left of the spread between an operator cell's processes
-    (docs/methodology/operators.md, items 11 and 13): on a CPU host both frameworks' operator cells take jemalloc with
-    its extents on transparent huge pages, else tcmalloc; model cells and other platforms keep their own."""
+def test_operator_cells_on_cpu_give_mindspore_the_allocator_pytorchs_cells_have(libs):
+    """Under glibc MindSpore's operator processes differ by their buffers' layout (docs/methodology/operators.md,
+    item 11): its
+    operator cells on a CPU host take tcmalloc, else jemalloc; its model cells and other platforms keep glibc."""
     assert allocator.choose("mindspore", kind="operator") == ("system", {})  # neither library installed
-    assert allocator.choose("pytorch", kind="operator") == ("glibc-tuned", allocator.GLIBC_TUNED)
+    (libs / "libjemalloc.so.2").write_bytes(b"")
+    name, env = allocator.choose("mindspore", kind="operator")
+    assert name == "jemalloc" and env["MALLOC_CONF"] == allocator.JEMALLOC_CONF
     (libs / "libtcmalloc_minimal.so.4").write_bytes(b"")
     tcmalloc = ("tcmalloc", {"LD_PRELOAD": str(libs / "libtcmalloc_minimal.so.4")})
     assert allocator.choose("mindspore", kind="operator") == tcmalloc == allocator.choose("pytorch", kind="operator")
-    (libs / "libjemalloc.so.2").write_bytes(b"")
-    jemalloc = ("jemalloc", {"LD_PRELOAD": str(libs / "libjemalloc.so.2"),
-                             "MALLOC_CONF": allocator.OPERATOR_JEMALLOC_CONF})
-    assert allocator.choose("mindspore", kind="operator") == jemalloc == allocator.choose("pytorch", kind="operator")
-    assert allocator.choose("pytorch")[0] == "tcmalloc"   # a model cell
-    assert allocator.choose("mindspore") == ("system", {})
+    assert allocator.choose("mindspore") == ("system", {})  # a model cell
     assert allocator.choose("mindspore", platform="cuda", kind="operator") == ("system", {})
     assert allocator.choose("mindspore", "glibc-tuned", kind="operator")[0] == "glibc-tuned"  # by name, as ever
-    assert allocator.choose("pytorch", "jemalloc")[1]["MALLOC_CONF"] == allocator.JEMALLOC_CONF
-
-
-def test_an_operator_process_under_jemalloc_gets_its_buffers_on_huge_pages():
-    """The preload and configuration an operator cell gets, in a real child process: 64 MiB it allocates land on
-    huge pages, and its settings' huge_pages says so (where the host has jemalloc and its kernel's THP mode is not
-    `never`)."""
-    from harness import operators
-
-    if allocator.find_library("jemalloc") is None:
-        pytest.skip("no jemalloc on this host")
-    if operators.huge_pages_state().startswith(("mode never", "mode unknown")):
-        pytest.skip("transparent huge pages are off on this host")
-    env = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "MALLOC_CONF", "HARNESS_ALLOCATOR")}
-    env.update(allocator.process_env("pytorch", kind="operator"))
-    code = ("from harness import operators; b = bytearray(64 << 20); b[::4096] = b'x' * len(b[::4096]); "
-            "print(operators.huge_pages_state())")
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
-    huge = int(out.split(", ")[1].split()[0])
-    assert env["HARNESS_ALLOCATOR_USED"] == "jemalloc" and huge >= 32, out
 
 
 def test_jemalloc_keeps_large_buffers_as_pytorchs_launcher_configures_it(libs, monkeypatch):

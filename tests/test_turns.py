@@ -7,8 +7,8 @@ import math
 import threading
 
 import numpy as np
-from scipy import stats
 import pytest
+from scipy import stats
 
 from harness import measure, turns
 from harness.errors import HarnessError

@@ -57,8 +57,9 @@ class OpRatio:
 
 def _interval(groups: list[list[OpRatio]], stat: Callable[..., np.ndarray]) -> Interval | None:
     """The interval of a statistic of groups of configurations' ratios (a median over a group, or a quotient of two
-    groups' medians): the statistic taken over each bootstrap replicate (harness.measure.block_replicates: each
-    cell's processes and blocks resampled), so that every configuration's spread reaches the verdict. None where a
+    groups' medians): the statistic taken over each replicate, draw by draw (harness.measure.OpConfig.ratio_replicates:
+    Student's t over the turn groups, or each cell's processes and blocks resampled), so that every configuration's
+    spread reaches the verdict. None where a
     configuration kept no block times (results from before block times were kept)."""
     reps = [[o.replicates for o in g] for g in groups]
     if any(r is None for g in reps for r in g):

@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
-from pathlib import Path
 from statistics import median
 from typing import Any
 
@@ -126,21 +125,6 @@ def layout_state() -> str:
     """What this process runs with, for its result's settings."""
     current = _personality(0xFFFFFFFF)
     return "unknown" if current == -1 else "off" if current & ADDR_NO_RANDOMIZE else "on (personality() refused)"
-
-
-def huge_pages_state() -> str:
-    """The kernel's transparent huge page mode and this process's anonymous memory on huge pages now, for its
-    result's settings (harness.allocator.OPERATOR_JEMALLOC_CONF asks for them)."""
-    try:
-        mode = Path("/sys/kernel/mm/transparent_hugepage/enabled").read_text().split("[")[1].split("]")[0]
-    except (OSError, IndexError):
-        mode = "unknown"
-    try:
-        rollup = Path("/proc/self/smaps_rollup").read_text().splitlines()
-        kb = next(int(line.split()[1]) for line in rollup if line.startswith("AnonHugePages:"))
-    except (OSError, StopIteration, ValueError, IndexError):
-        return f"mode {mode}"
-    return f"mode {mode}, {kb // 1024} MiB on huge pages"
 
 
 def sweep_timing(framework: str, mode: str) -> dict[str, Any]:
