@@ -255,14 +255,15 @@ def block_replicates(cell: Repeats) -> np.ndarray | None:
 
 
 def group_log_ratios(pairs: list[np.ndarray]) -> np.ndarray:
-    """Per turn group, the log of the median of its round ratios: a group's one figure (the unit the groups differ
-    by: each is a fresh pair of processes, at a different time on the host)."""
-    return np.array([math.log(float(np.median(p))) for p in pairs])
+    """Per turn group (a 2 x rounds array: MindSpore's block times, then PyTorch's), the log of the MindSpore/PyTorch
+    throughput ratio of its two processes, each at its time (fast_time: the 10th percentile of its blocks, as every
+    operator process's): the group's one figure. Its blocks were taken round by round, one after the other, so the
+    host's phases fell on both sides alike."""
+    return np.array([math.log(float(fast_time(p[1]) / fast_time(p[0]))) for p in pairs])
 
 
 def paired_ratio(pairs: list[np.ndarray]) -> float:
-    """The ratio of cells timed by turns: the geometric mean over groups of each group's median round ratio (one
-    group: that group's median)."""
+    """The ratio of cells timed by turns: the geometric mean over groups of each group's throughput ratio."""
     return float(math.exp(group_log_ratios(pairs).mean()))
 
 
@@ -272,17 +273,18 @@ def paired_replicates(pairs: list[np.ndarray], seed_id: str) -> np.ndarray:
     quantiles (k - 1 degrees of freedom), in an order seeded by SEED and `seed_id` (a cell's id), so that the claims
     can combine several configurations' replicates draw by draw. The groups are the units: what moves a ratio from
     run to run is what differs between pairs of processes and the host's phases that outlast a group, and a
-    group's median over its rounds already carries its own rounds' noise. A bootstrap over two to four groups
-    (the interval before) spans little more than their range and missed the next run's ratio in most
-    configurations (docs/methodology/operators.md, item 13); t's wide tails at few groups are what the precision
-    rule then narrows with more groups. One group: its rounds resampled (no spread between processes in it)."""
+    group's figure already carries its own blocks' noise. A bootstrap over two to four groups (the interval before)
+    spans little more than their range and missed the next run's ratio in most configurations
+    (docs/methodology/operators.md, item 13); t's wide tails at few groups are what the precision rule then narrows
+    with more groups. One group: its rounds resampled (no spread between processes in it)."""
     from scipy import stats  # here: the cells' own processes import this module, and need no scipy
 
     logs = group_log_ratios(pairs)
     rng = np.random.default_rng([SEED, zlib.crc32(seed_id.encode())])
     if len(logs) < 2:
-        draw = pairs[0][rng.integers(0, len(pairs[0]), (RESAMPLES, len(pairs[0])))]
-        return np.median(draw, axis=1)
+        rounds = pairs[0].shape[1]
+        draw = pairs[0][:, rng.integers(0, rounds, (RESAMPLES, rounds))]   # 2 x RESAMPLES x rounds, rounds kept whole
+        return fast_time(draw[1], axis=1) / fast_time(draw[0], axis=1)
     k = len(logs)
     t = stats.t.ppf((np.arange(RESAMPLES) + 0.5) / RESAMPLES, k - 1)
     return np.exp(logs.mean() + logs.std(ddof=1) / math.sqrt(k) * rng.permutation(t))
@@ -330,8 +332,8 @@ class OpConfig:
 
     def ratio(self, ms_mode: str) -> float | None:
         """MindSpore (ms_mode) throughput / PyTorch eager's; above 1: MindSpore faster. None unless both measured.
-        Where the two cells were timed by turns (harness.turns), the geometric mean over their groups of the median
-        over rounds of each round's ratio (paired_ratio); else the ratio of the two cells' throughputs."""
+        Where the two cells were timed by turns (harness.turns), the geometric mean over their groups of each group's
+        ratio (paired_ratio); else the ratio of the two cells' throughputs."""
         pairs = self.turn_pairs(ms_mode)
         if pairs:
             return paired_ratio(pairs)
@@ -339,8 +341,8 @@ class OpConfig:
         return arith.ratio(ms, pt) if ms else None
 
     def turn_pairs(self, ms_mode: str) -> list[np.ndarray]:
-        """Per turn group both cells took part in: each round's MindSpore/PyTorch throughput ratio (PyTorch's block
-        time over MindSpore's, the two blocks taken one after the other)."""
+        """Per turn group both cells took part in: a 2 x rounds array, MindSpore's block times and PyTorch's, round
+        by round (the two blocks of a round taken one after the other)."""
         ms, pt = self.cells.get(f"mindspore/{ms_mode}"), self.cells.get(f"pytorch/{PT_MODE}")
         if not ms or not pt:
             return []
@@ -352,7 +354,7 @@ class OpConfig:
         out = []
         for g in sorted(a.keys() & b.keys()):
             n = min(len(a[g]), len(b[g]))
-            out.append(np.asarray(b[g][:n], dtype=float) / np.asarray(a[g][:n], dtype=float))
+            out.append(np.asarray([a[g][:n], b[g][:n]], dtype=float))
         return out
 
     def ratio_replicates(self, ms_mode: str) -> np.ndarray | None:

@@ -1,7 +1,7 @@
 """Timing by turns: an operator configuration's cells (one per framework and mode), each in its own process set up as
 the runner sets up any cell, alive at once and timing one block each in turn, so that the host's slow phases fall on
 both sides of every ratio alike (docs/methodology/operators.md). Each round's blocks are taken within a fraction of a
-second of each other; a configuration's ratio is then taken round by round (harness.measure.OpConfig).
+second of each other; a configuration's ratio is then taken group by group (harness.measure.OpConfig).
 
 The protocol, over named pipes in the run folder (one per cell, and `ready`):
 - a child, once its operator is built, warmed up and its block sized, writes READY to `ready` and waits on its pipe;

@@ -2,7 +2,7 @@
 at least harness.operators.sweep_timing's iterations and time, the fast quantile, median and IQR of the per-iteration
 time over blocks,
 every block kept (the ratio's interval resamples the repeats and their blocks: harness.measure.block_replicates; timed
-by turns, the groups and their rounds: harness.measure.paired_replicates)."""
+by turns, Student's t over the groups: harness.measure.paired_replicates)."""
 
 from __future__ import annotations
 
