@@ -134,3 +134,18 @@ def test_cells_timed_by_turns_give_the_ratio_round_by_round_and_phases_cancel():
     four = _turn_results(record, [phase * 0.002, phase * 0.0024, phase * 0.002, phase * 0.0024], [phase * 0.001] * 4)
     lo4, hi4 = four.ratio_interval("graph")
     assert lo < lo4 < 0.5 / 1.2 and 0.5 < hi4 < hi
+
+
+def test_one_turn_group_resamples_its_rounds_whole():
+    """One group says nothing about the spread between processes: its interval resamples its rounds, both blocks of
+    a round together, each side at the 10th percentile of the drawn blocks (as the group's own figure)."""
+    record = {"kind": "operator", "status": "ok", "op": "linear", "dtype": "fp32", "direction": "fwd",
+              "shape": {"batch": 64}, "params": 100, "platform": "cpu"}
+    rng = np.random.default_rng(0)
+    ms, pt = 0.002 * rng.lognormal(0, 0.05, 40), 0.001 * rng.lognormal(0, 0.05, 40)
+    config = _turn_results(record, [ms], [pt])
+    point = float(measure.fast_time(pt) / measure.fast_time(ms))
+    assert config.ratio("graph") == pytest.approx(point)
+    lo, hi = config.ratio_interval("graph")
+    assert lo < point < hi and hi / lo < 1.2
+    assert config.ratio_interval("graph") == (lo, hi)   # seeded: the same blocks, the same interval
