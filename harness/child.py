@@ -38,9 +38,13 @@ def main(spec_path: str) -> int:
     if cell.kind == "operator" and spec["platform"] == "cpu" and operators.fixed_layout():
         # the same addresses in every operator process (harness.operators.fixed_layout): start again with them
         os.execv(sys.executable, [sys.executable, "-m", "harness.child", *sys.argv[1:]])  # noqa: S606 (no shell)
-    if spec.get("cpu_cores"):  # before any thread starts: the framework's threads and the sampler's inherit it
-        os.sched_setaffinity(0, spec["cpu_cores"])
     backend = load_backend(cell.framework)
+    if spec.get("cpu_cores"):
+        if spec.get("turns"):
+            # A turn group's processes start together and time on one core; their imports (about 2 s each on the
+            # 2-core machine) run on any core first, side by side (versions() imports the framework).
+            backend.versions()
+        confine(spec["cpu_cores"])   # before the framework starts its threads: they and the sampler's inherit it
     rank, local_rank, world = backend.rank_from_env()
     if world > 1:  # each rank logs to its own file, so a failure shows every rank's tail
         # msrun runs this file in its scheduler process too (MS_ROLE=MS_SCHED, RANK_ID=0): its output goes beside
@@ -75,7 +79,7 @@ def main(spec_path: str) -> int:
             raise Unsupported(f"no scenario measures '{cell.kind}' cells yet")
         ctx.settings = backend.setup(ctx)
         if spec.get("cpu_cores"):
-            ctx.settings["cpu_cores"] = sorted(os.sched_getaffinity(0))
+            ctx.settings["cpu_cores"] = process_cores()
         if cell.kind == "operator" and spec["platform"] == "cpu":
             ctx.settings["address_randomisation"] = operators.layout_state()
         out["settings"] = ctx.settings
@@ -100,6 +104,29 @@ def main(spec_path: str) -> int:
     if out.get("status") == "ok":
         share_ranks(backend, ctx, spec, events_path, out)
     return 0
+
+
+def confine(cores: list[int]) -> None:
+    """Every thread this process has to `cores` (sched_setaffinity sets one thread's; a thread started later inherits
+    the affinity of the thread that starts it). An import leaves threads of its own (two threads after `import torch`
+    or `import mindspore`)."""
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            os.sched_setaffinity(int(tid), cores)
+        except OSError:
+            pass   # a thread that has ended since the listing
+    os.sched_setaffinity(0, cores)   # this thread's, which must hold (an error here is the cell's)
+
+
+def process_cores() -> list[int]:
+    """The cores any thread of this process may run on."""
+    cores: set[int] = set()
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            cores |= os.sched_getaffinity(int(tid))
+        except OSError:
+            pass   # a thread that has ended since the listing
+    return sorted(cores)
 
 
 def share_ranks(backend, ctx: CellContext, spec: dict, events_path: str, out: dict) -> None:

@@ -151,6 +151,12 @@ class Matrix:
         (harness.sequential). `given`: the run's --max-repeats set `cap`, and it caps the operators too."""
         return cap if given else max(cap, int(self.profile(profile_name).get("operator_max_repeats", cap)))
 
+    def operator_budget_s(self, profile_name: str) -> float | None:
+        """The operator cells' own seconds (harness.turns.own_seconds, summed over the run) past which Figure 5's
+        precision rule asks for no more groups: the profile's `operator_budget_s`, None where it sets none."""
+        budget = self.profile(profile_name).get("operator_budget_s")
+        return None if budget is None else float(budget)
+
     def excluded(self, axes: dict[str, Any]) -> bool:
         """Whether an [[exclude]] rule prunes a cell with these axis values (also called by companion_matrix)."""
         return any(_matches(rule, axes) for rule in self.data.get("exclude", []))

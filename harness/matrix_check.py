@@ -58,7 +58,8 @@ PASSES_KEYS = {**spec_keys(PassesSpec, "batch", "timing"), "threads": list, "pro
 PASSES_PROFILE_KEYS = {**NARROWING, **spec_keys(PassesSpec, "batch", "timing"), "threads": list}
 PROFILE_KEYS = {"description": str, "models": list, "operators": list, "frameworks": list, "modes": list,
                 "amp": list, "devices": list, "dtypes": list, "directions": list, "repeats": int,
-                "claim_repeats": int, "max_repeats": int, "operator_max_repeats": int, "timeout_s": (int, float),
+                "claim_repeats": int, "max_repeats": int, "operator_max_repeats": int,
+                "operator_budget_s": (int, float), "timeout_s": (int, float),
                 "inference": list, "passes": list,  # these two: companion_matrix.py
                 "order": str}   # "claims-first": harness.matrix.ORDERS
 RULE_KEYS = {"model", "op", "framework", "mode", "amp", "devices", "platform", "dtype", "direction", "profile"}

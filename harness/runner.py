@@ -125,6 +125,7 @@ def run(matrix: Matrix, profile: str, platform: str, out: Path, *, only: str | N
     invocation = {"argv": sys.argv, "started_at": _now(), "only": only, "finished_at": None, "interrupted": False,
                   "max_repeats": cap,
                   "operator_max_repeats": matrix.operator_max_repeats(profile, cap, given=max_repeats is not None),
+                  "operator_budget_s": matrix.operator_budget_s(profile),
                   "load_average_at_start": _load()}
     if os.environ.get("HARNESS_COMMAND"):  # the command line the user typed (reproduce.sh sets it)
         invocation["command"] = os.environ["HARNESS_COMMAND"]
@@ -132,7 +133,8 @@ def run(matrix: Matrix, profile: str, platform: str, out: Path, *, only: str | N
     store.write_meta(meta)
     old = {sig: signal.signal(sig, _raise_interrupted) for sig in (signal.SIGINT, signal.SIGTERM)}
     progress = RunProgress(len(todo), planned=planned)
-    verdicts = Verdicts(store, cells, profile, platform, cap, todo, log, op_cap=invocation["operator_max_repeats"])
+    verdicts = Verdicts(store, cells, profile, platform, cap, todo, log, op_cap=invocation["operator_max_repeats"],
+                        op_budget_s=invocation["operator_budget_s"])
     counts: dict[str, int] = {}
 
     lock = threading.Lock()   # a turn group's cells finish in threads of their own (harness.turns)
@@ -300,9 +302,10 @@ class Verdicts:
     first pass it names the comparisons that ask for more repeats."""
 
     def __init__(self, store: RunStore, cells: list[Cell], profile: str, platform: str, cap: int,
-                 todo: list[tuple[Cell, int]], log, op_cap: int | None = None):
+                 todo: list[tuple[Cell, int]], log, op_cap: int | None = None, op_budget_s: float | None = None):
         self.store, self.profile, self.platform, self.cap, self.log = store, profile, platform, cap, log
         self.op_cap = cap if op_cap is None else op_cap   # Figure 5's precision rule's cap (harness.sequential)
+        self.op_budget_s = op_budget_s                    # ... and its budget of operator seconds
         self.results: list[dict] = []
         self.runnable = {c.id: c for c in cells if c.kind in ("model", "scaling", "operator")}
         self.left = {}   # cell kind -> first-pass runs still to come
@@ -338,8 +341,15 @@ class Verdicts:
         asked = sequential.requests(self.claims, self.counts, self.cap, set(self.runnable))
         if any(c.kind == "operator" for c in self.runnable.values()):
             index = claims_mod.summarise(self.results)
-            asked += sequential.precision_requests(claims_mod.paired_ratios(index), self.counts, self.op_cap,
-                                                   set(self.runnable))
+            spent = sum(turns.own_seconds(r) or 0.0 for r in self.results if r.get("kind") == "operator")
+            more = sequential.precision_requests(claims_mod.paired_ratios(index), self.counts, self.op_cap,
+                                                 set(self.runnable), spent_s=spent, budget_s=self.op_budget_s)
+            if not more and self.op_budget_s is not None and spent >= self.op_budget_s and \
+                    sequential.precision_requests(claims_mod.paired_ratios(index), self.counts, self.op_cap,
+                                                  set(self.runnable)):
+                self.log(f"Figure 5's precision rule stops: the operator cells took {spent:.0f} s, the profile's "
+                         f"operator_budget_s is {self.op_budget_s:.0f}; the wide intervals are reported as they are")
+            asked += more
         return asked
 
     def next_repeats(self, asked: list[sequential.Request]) -> list[tuple[Cell, int]]:

@@ -29,7 +29,10 @@ from typing import Any
 
 from harness.errors import HarnessError
 
-ROUNDS = 40      # blocks a cell times in a group: the prototype's 40 gave 12 of 12 and 9 of 12 ratios within ±5%
+# Blocks a cell times in a group. 40 before; the groups differ more than a process's blocks (docs/methodology/
+# operators.md, item 14), and 24 left a group's processes 3.2-3.5 s long on the 2-core machine against 4.4 s, time the
+# precision rule spends on more groups where they are needed.
+ROUNDS = 24
 WAIT_S = 120.0   # the longest a child waits for its turn (a partner's block, or every partner's set-up)
 TURN, ABORT, READY, DONE = b"t", b"x", b"r", b"d"
 
@@ -145,25 +148,41 @@ class Coordinator:
             pass
 
 
-PROBE_LOOP = 20000   # iterations of probe()'s loop: about 0.5 ms on the 2-core machine
+# The probe before each block (docs/methodology/operators.md, item 14): the 2-core machine's memory is shared with
+# the host's other guests and with its other vCPU. In phases of one to three seconds a 4 MiB read took 17-24% longer,
+# and in the same seconds MindSpore's BatchNorm2d fwd+bwd (16 channels) ran 1,726-2,146 us an iteration against
+# 1,390-1,510 us outside them (a PyTorch loop computing on the other core: 2,136-2,707 against 1,689-1,881 us), while
+# a pure-Python loop and an L2-sized matmul kept their speed (slower drifts over tens of seconds the read does not
+# see). Each block keeps that read's time beside it, the record of what the host's memory was doing. Waiting for a
+# quiet read before a block was tried and not adopted: in a contended hour the waits ran to their limit and the blocks
+# after a quiet read were as slow.
+PROBE_BYTES = 4 << 20
 
 
-def probe() -> float:
-    """Seconds of a fixed pure-Python loop: the speed the core runs at just now, whatever the process computes."""
-    t = time.perf_counter()
-    s = 0
-    for i in range(PROBE_LOOP):
-        s += i
-    return time.perf_counter() - t
+class Probe:
+    """One read of a fixed 4 MiB buffer, in seconds, after a first read that brings it back into the cache (a
+    partner's block has evicted it)."""
+
+    def __init__(self):
+        import numpy as np
+
+        self.buffer = np.ones(PROBE_BYTES // 4, np.float32)
+
+    def __call__(self) -> float:
+        self.buffer.sum()
+        t = time.perf_counter()
+        self.buffer.sum()
+        return time.perf_counter() - t
 
 
-def take_turns(spec: dict[str, Any], block: Callable[[], float]) -> tuple[list[float], list[float]]:
+def take_turns(spec: dict[str, Any], block: Callable[[], float],
+               probe: Callable[[], float] | None = None) -> dict[str, list[float]]:
     """The child's side: say it is ready, then time `block()` (one block's per-iteration seconds) each time the turn
-    comes, passing it on, `spec["rounds"]` times. Returns the block times and the probe() times taken just before
-    each block and once after the last (rounds + 1). HarnessError where a turn does not come or ABORT does."""
+    comes, passing it on, `spec["rounds"]` times. Returns the block times (`times`) and the memory probe (Probe) taken
+    just before each (`probe_s`). HarnessError where a turn does not come or ABORT does."""
     mine, nxt, ready = _open(spec["pipe"]), _open(spec["next"]), _open(spec["ready"])
-    times: list[float] = []
-    probes: list[float] = []
+    probe = probe or Probe()
+    out: dict[str, list[float]] = {"times": [], "probe_s": []}
     try:
         os.write(ready, READY)
         for _ in range(int(spec["rounds"])):
@@ -172,15 +191,13 @@ def take_turns(spec: dict[str, Any], block: Callable[[], float]) -> tuple[list[f
                                    f"cell stopped (see its log); run again with --resume")
             if os.read(mine, 1) != TURN:
                 raise HarnessError(f"timing by turns ({spec['group']}): stopped by the runner after "
-                                   f"{len(times)} of {spec['rounds']} blocks (a partner cell ended, or the run was "
-                                   f"interrupted); run again with --resume")
-            probes.append(probe())
-            times.append(block())
-            if len(times) == int(spec["rounds"]):
-                probes.append(probe())
+                                   f"{len(out['times'])} of {spec['rounds']} blocks (a partner cell ended, or the "
+                                   f"run was interrupted); run again with --resume")
+            out["probe_s"].append(probe())
+            out["times"].append(block())
             os.write(nxt, TURN)
         os.write(ready, DONE)
     finally:
         for fd in (mine, nxt, ready):
             os.close(fd)
-    return times, probes
+    return out

@@ -264,9 +264,25 @@ def test_a_wide_operator_ratio_asks_for_one_more_process_of_both_cells_up_to_its
     wide = Ratio(0.5, np.linspace(0.4, 0.6, 101), cells)      # ±20%
     narrow = Ratio(0.5, np.linspace(0.49, 0.51, 101), cells)  # ±2%
     counts = dict.fromkeys(cells, 2)
-    asked = sequential.precision_requests([wide, narrow], counts, 4, set(cells))
-    assert len(asked) == 1 and asked[0].cells == tuple(cells) and asked[0].n == 2
+    asked = sequential.precision_requests([wide, narrow], dict.fromkeys(cells, 3), 4, set(cells))
+    assert len(asked) == 1 and asked[0].cells == tuple(cells) and asked[0].n == 3
     assert asked[0].half_width == pytest.approx(0.192) and "wider than ±5%" in asked[0].why()   # 2.5-97.5%
     assert asked[0].to_dict()["claim"] == "Figure 5" and "linear fp32 fwd batch64" in asked[0].why()
     assert sequential.precision_requests([wide], dict.fromkeys(cells, 4), 4, set(cells)) == [], "at the cap"
     assert sequential.precision_requests([wide], counts, 4, {cells[0]}) == [], "one side cannot run: no request"
+    # a narrow interval from two processes a side is not yet settled: two groups that agree by chance
+    three = dict.fromkeys(cells, sequential.OPERATOR_MIN_REPEATS)
+    assert sequential.precision_requests([narrow], three, 4, set(cells)) == []
+    asked = sequential.precision_requests([narrow], counts, 4, set(cells))
+    assert len(asked) == 1 and asked[0].n == 2 and "fewer than 3 repeats" in asked[0].why()
+    assert sequential.precision_requests([narrow], counts, 2, set(cells)) == [], "the cap still holds"
+    # the profile's budget of operator seconds: below it the rule asks as before, at it no more
+    assert len(sequential.precision_requests([wide], counts, 4, set(cells), spent_s=299.0, budget_s=300.0)) == 1
+    assert sequential.precision_requests([wide], counts, 4, set(cells), spent_s=300.0, budget_s=300.0) == []
+
+
+def test_the_quick_profile_bounds_figure_5s_extra_groups_by_a_budget_of_operator_seconds():
+    m = matrix.load()
+    assert m.operator_max_repeats("quick", 2) == 12 and m.operator_budget_s("quick") == 300.0
+    assert m.operator_max_repeats("quick", 2, given=True) == 2, "--max-repeats caps the operators too"
+    assert m.operator_budget_s("target") is None, "a profile without one: the cap alone"

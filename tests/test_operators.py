@@ -84,8 +84,10 @@ def test_one_configuration_in_both_frameworks_through_the_runner(tmp_path):
         assert len({r["turns"]["group"] for r in group}) == 1 and len(group) == 3
         assert sorted(r["turns"]["position"] for r in group) == [0, 1, 2]
         assert all(r["turns"]["rounds"] == turns.ROUNDS == len(r["block_times_s"]) for r in group)
-        # the core's speed just before each block and after the last (harness.turns.probe), kept with the blocks
-        assert all(len(r["probe_s"]) == turns.ROUNDS + 1 and min(r["probe_s"]) > 0 for r in group)
+        # the host memory's state just before each block (harness.turns.Probe), kept with the blocks
+        assert all(len(r["probe_s"]) == turns.ROUNDS and min(r["probe_s"]) > 0 for r in group)
+        # each process imported its framework on any core, then confined every thread to the operator's one core
+        assert all(r["settings"]["cpu_cores"] == [min(os.sched_getaffinity(0))] for r in group)
     assert {r["turns"]["group"] for r in results if r["repeat"] == 0} != \
         {r["turns"]["group"] for r in results if r["repeat"] == 1}
     p = harness("report", out)

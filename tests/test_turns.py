@@ -4,6 +4,7 @@ it gives (harness.measure.OpConfig), and a run whose operator configurations tak
 from __future__ import annotations
 
 import math
+import os
 import threading
 
 import numpy as np
@@ -30,9 +31,9 @@ def _members(group: turns.Group, rounds: int, log: list,
             return 0.001 * (k + 1)
 
         try:
-            times, probes = turns.take_turns(spec, block)
-            assert times == [0.001 * (k + 1)] * rounds
-            assert len(probes) == rounds + 1 and all(p > 0 for p in probes)
+            taken = turns.take_turns(spec, block)
+            assert taken["times"] == [0.001 * (k + 1)] * rounds
+            assert len(taken["probe_s"]) == rounds and all(p > 0 for p in taken["probe_s"])
         except (HarnessError, RuntimeError) as e:
             errors[k] = str(e)
 
@@ -149,3 +150,30 @@ def test_one_turn_group_resamples_its_rounds_whole():
     lo, hi = config.ratio_interval("graph")
     assert lo < point < hi and hi / lo < 1.2
     assert config.ratio_interval("graph") == (lo, hi)   # seeded: the same blocks, the same interval
+
+
+def test_confine_moves_every_thread_of_the_process_not_only_the_caller():
+    # An import leaves threads of its own; a group's child imports its framework on any core, then confines them all
+    from harness import child
+
+    before = os.sched_getaffinity(0)
+    stop = threading.Event()
+    started: list[int] = []
+
+    def idle() -> None:
+        started.append(threading.get_native_id())
+        stop.wait(10)
+
+    th = threading.Thread(target=idle, daemon=True)
+    th.start()
+    while not started:
+        pass
+    one = [min(before)]
+    try:
+        child.confine(one)
+        assert sorted(os.sched_getaffinity(started[0])) == one, "a thread started before the call"
+        assert child.process_cores() == one
+    finally:
+        stop.set()
+        th.join(10)
+        os.sched_setaffinity(0, before)

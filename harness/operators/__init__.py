@@ -89,9 +89,9 @@ def arrays(op: str, s: dict[str, int], seed: int) -> dict[str, np.ndarray]:
 # (harness.turns), a cell takes turns.ROUNDS blocks; alone, at least 20 blocks and 0.9 s. MindSpore PYNATIVE queues
 # its calls (Conv2d fwd+bwd: 172 ms an iteration synchronised each time, 41-48 ms queued), so its blocks hold at
 # least 8 iterations, as before, to spread that latency over many (QUEUED_TIMING); GRAPH's sync alone is 0.06-0.16
-# ms, PyTorch's none. Each cell runs in several processes (the profile's claim_repeats, then up to
-# operator_max_repeats while its ratio's interval is wide: harness.sequential), since per-process state differs
-# more than blocks within one.
+# ms, PyTorch's none. Each cell runs in several processes (at least harness.sequential.OPERATOR_MIN_REPEATS, then up
+# to operator_max_repeats while its ratio's interval is wide), since the host's state differs more between the
+# groups of processes than between the blocks of one.
 SWEEP_TIMING = {"min_block_s": 0.02, "min_block_iters": 1, "min_run_s": 0.9, "min_blocks": 20}
 QUEUED_TIMING = {**SWEEP_TIMING, "min_block_iters": 8}
 
@@ -210,9 +210,10 @@ def turn_time(run: Callable[[], Any], sync: Callable[[], None], spec: dict[str, 
     from harness import turns
 
     n = block_size(run, sync, min_block_s, min_block_iters, warmup)
-    times, probes = turns.take_turns(spec, lambda: one_block(run, sync, n))
-    return block_summary(times, n) | {"turns": {k: spec[k] for k in ("group", "position", "cells", "rounds")},
-                                      "probe_s": probes}
+    taken = turns.take_turns(spec, lambda: one_block(run, sync, n))
+    return block_summary(taken["times"], n) | {
+        "turns": {k: spec[k] for k in ("group", "position", "cells", "rounds")},
+        "probe_s": taken["probe_s"]}
 
 
 def block_summary(times: list[float], n: int) -> dict[str, Any]:
