@@ -306,6 +306,7 @@ class Verdicts:
         self.store, self.profile, self.platform, self.cap, self.log = store, profile, platform, cap, log
         self.op_cap = cap if op_cap is None else op_cap   # Figure 5's precision rule's cap (harness.sequential)
         self.op_budget_s = op_budget_s                    # ... and its budget of operator seconds
+        self.budget_said = False
         self.results: list[dict] = []
         self.runnable = {c.id: c for c in cells if c.kind in ("model", "scaling", "operator")}
         self.left = {}   # cell kind -> first-pass runs still to come
@@ -341,14 +342,17 @@ class Verdicts:
         asked = sequential.requests(self.claims, self.counts, self.cap, set(self.runnable))
         if any(c.kind == "operator" for c in self.runnable.values()):
             index = claims_mod.summarise(self.results)
-            spent = sum(turns.own_seconds(r) or 0.0 for r in self.results if r.get("kind") == "operator")
-            more = sequential.precision_requests(claims_mod.paired_ratios(index), self.counts, self.op_cap,
-                                                 set(self.runnable), spent_s=spent, budget_s=self.op_budget_s)
-            if not more and self.op_budget_s is not None and spent >= self.op_budget_s and \
-                    sequential.precision_requests(claims_mod.paired_ratios(index), self.counts, self.op_cap,
-                                                  set(self.runnable)):
-                self.log(f"Figure 5's precision rule stops: the operator cells took {spent:.0f} s, the profile's "
-                         f"operator_budget_s is {self.op_budget_s:.0f}; the wide intervals are reported as they are")
+            ratios = claims_mod.paired_ratios(index)
+            times = [turns.own_seconds(r) or 0.0 for r in self.results if r.get("kind") == "operator"]
+            spent = sum(times)
+            more = sequential.precision_requests(ratios, self.counts, self.op_cap, set(self.runnable), spent_s=spent,
+                                                 budget_s=self.op_budget_s, run_s=spent / max(1, len(times)))
+            wanted = len(sequential.precision_requests(ratios, self.counts, self.op_cap, set(self.runnable)))
+            if len(more) < wanted and not self.budget_said:
+                self.budget_said = True
+                self.log(f"Figure 5's precision rule: the operator cells took {spent:.0f} s of the profile's "
+                         f"operator_budget_s {self.op_budget_s:.0f}; {wanted - len(more)} of {wanted} configurations "
+                         "still asking get no more groups, their intervals reported as they are")
             asked += more
         return asked
 

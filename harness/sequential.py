@@ -155,13 +155,13 @@ class Precision:
 
 
 def precision_requests(ratios: Iterable, counts: dict[str, int], cap: int, runnable: set[str],
-                       spent_s: float = 0.0, budget_s: float | None = None) -> list[Precision]:
+                       spent_s: float = 0.0, budget_s: float | None = None, run_s: float = 0.0) -> list[Precision]:
     """The operator configurations (harness.claims.operators.OpRatio) whose ratio's interval is wider than
     OPERATOR_PRECISION, or taken from fewer than OPERATOR_MIN_REPEATS processes a side, each with its cells that may
-    run again (in this run and below `cap`); none once the run's operator cells have taken `spent_s` of the
-    profile's `budget_s` (operator_budget_s: what keeps a profile within its time on a noisy host)."""
-    if budget_s is not None and spent_s >= budget_s:
-        return []
+    run again (in this run and below `cap`). With the profile's `budget_s` (operator_budget_s: what keeps a profile
+    within its time on a noisy host), the run's operator cells having taken `spent_s` and one cell's process about
+    `run_s`: only as many as the rest of the budget holds, those with fewer than OPERATOR_MIN_REPEATS first, then the
+    widest."""
     out = []
     for o in ratios:
         interval = measure.replicate_interval(o.replicates)
@@ -172,7 +172,17 @@ def precision_requests(ratios: Iterable, counts: dict[str, int], cap: int, runna
         more = tuple(c for c in dict.fromkeys(o.cells) if c in runnable and counts.get(c, 0) < cap)
         if len(more) == len(set(o.cells)):   # both sides, so that the ratio gains a process on each
             out.append(Precision(" ".join(cellid.configuration(o.cells[0])), o.ratio, interval, n, more))
-    return out
+    if budget_s is None:
+        return out
+    out.sort(key=lambda p: (p.n >= OPERATOR_MIN_REPEATS, -p.half_width))
+    kept, left = [], budget_s - spent_s
+    for p in out:
+        cost = run_s * len(p.cells)
+        if cost > left or left <= 0:
+            break
+        kept.append(p)
+        left -= cost
+    return kept
 
 
 # -- what the rule does with known ratios ------------------------------------------------------------------------

@@ -276,13 +276,27 @@ def test_a_wide_operator_ratio_asks_for_one_more_process_of_both_cells_up_to_its
     asked = sequential.precision_requests([narrow], counts, 4, set(cells))
     assert len(asked) == 1 and asked[0].n == 2 and "fewer than 3 repeats" in asked[0].why()
     assert sequential.precision_requests([narrow], counts, 2, set(cells)) == [], "the cap still holds"
-    # the profile's budget of operator seconds: below it the rule asks as before, at it no more
-    assert len(sequential.precision_requests([wide], counts, 4, set(cells), spent_s=299.0, budget_s=300.0)) == 1
+    # the profile's budget of operator seconds: as many as the rest of it holds (a process about run_s), those under
+    # the minimum of groups first, then the widest
+    assert len(sequential.precision_requests([wide], counts, 4, set(cells), spent_s=290.0, budget_s=300.0,
+                                             run_s=4.0)) == 1
+    assert sequential.precision_requests([wide], counts, 4, set(cells), spent_s=295.0, budget_s=300.0,
+                                         run_s=4.0) == [], "a group of two 4 s processes does not fit in 5 s"
     assert sequential.precision_requests([wide], counts, 4, set(cells), spent_s=300.0, budget_s=300.0) == []
+    other = [cellid.operator_id("conv2d", fw, mode, "fp32", "fwd", {"batch": 16})
+             for fw, mode in (("mindspore", "graph"), ("pytorch", "eager"))]
+    wider = Ratio(0.5, np.linspace(0.3, 0.7, 101), other)     # ±40%
+    both = dict.fromkeys(cells + other, 3)
+    got = sequential.precision_requests([wide, wider], both, 4, set(cells + other), spent_s=290.0, budget_s=300.0,
+                                        run_s=4.0)
+    assert [p.cells for p in got] == [tuple(other)], "the widest first"
+    got = sequential.precision_requests([wide, wider], both | dict.fromkeys(cells, 2), 4, set(cells + other),
+                                        spent_s=290.0, budget_s=300.0, run_s=4.0)
+    assert [p.cells for p in got] == [tuple(cells)], "below the minimum of groups before the widest"
 
 
 def test_the_quick_profile_bounds_figure_5s_extra_groups_by_a_budget_of_operator_seconds():
     m = matrix.load()
-    assert m.operator_max_repeats("quick", 2) == 12 and m.operator_budget_s("quick") == 300.0
+    assert m.operator_max_repeats("quick", 2) == 12 and m.operator_budget_s("quick") == 270.0
     assert m.operator_max_repeats("quick", 2, given=True) == 2, "--max-repeats caps the operators too"
     assert m.operator_budget_s("target") is None, "a profile without one: the cap alone"
