@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import fnmatch
+import importlib
 import json
 import os
 import subprocess
@@ -46,7 +47,7 @@ def probe(cell_json: str, seconds: float, cores: list[int]) -> None:
     setup = set_up(cell, until="backend")
     ctx, shape = setup.ctx, dict(cell.spec.shape)
     ctx.settings.update(setup.backend.set_threads(ctx, len(cores)))
-    impl = __import__(f"harness.operators.{cell.framework}", fromlist=["build"])
+    impl = importlib.import_module(f"harness.operators.{cell.framework}")
     run, sync = impl.build(cell.op, shape, cell.spec.dtype, cell.spec.direction, ctx,
                            operators.arrays(cell.op, shape, cell.seed))
     timing = operators.sweep_timing(cell.framework, cell.mode)

@@ -110,9 +110,9 @@ def confine(cores: list[int]) -> None:
     """Every thread this process has to `cores` (sched_setaffinity sets one thread's; a thread started later inherits
     the affinity of the thread that starts it). An import leaves threads of its own (two threads after `import torch`
     or `import mindspore`)."""
-    for tid in os.listdir("/proc/self/task"):
+    for tid in _threads():
         try:
-            os.sched_setaffinity(int(tid), cores)
+            os.sched_setaffinity(tid, cores)
         except OSError:
             pass   # a thread that has ended since the listing
     os.sched_setaffinity(0, cores)   # this thread's, which must hold (an error here is the cell's)
@@ -121,12 +121,17 @@ def confine(cores: list[int]) -> None:
 def process_cores() -> list[int]:
     """The cores any thread of this process may run on."""
     cores: set[int] = set()
-    for tid in os.listdir("/proc/self/task"):
+    for tid in _threads():
         try:
-            cores |= os.sched_getaffinity(int(tid))
+            cores |= os.sched_getaffinity(tid)
         except OSError:
             pass   # a thread that has ended since the listing
     return sorted(cores)
+
+
+def _threads() -> list[int]:
+    """This process's thread ids, as Linux lists them."""
+    return [int(tid) for tid in os.listdir("/proc/self/task")]
 
 
 def share_ranks(backend, ctx: CellContext, spec: dict, events_path: str, out: dict) -> None:

@@ -345,9 +345,9 @@ class Verdicts:
             ratios = claims_mod.paired_ratios(index)
             times = [turns.own_seconds(r) or 0.0 for r in self.results if r.get("kind") == "operator"]
             spent = sum(times)
-            more = sequential.precision_requests(ratios, self.counts, self.op_cap, set(self.runnable), spent_s=spent,
-                                                 budget_s=self.op_budget_s, run_s=spent / max(1, len(times)))
-            wanted = len(sequential.precision_requests(ratios, self.counts, self.op_cap, set(self.runnable)))
+            wide = sequential.precision_requests(ratios, self.counts, self.op_cap, set(self.runnable))
+            more = sequential.within_budget(wide, spent, self.op_budget_s, spent / max(1, len(times)))
+            wanted = len(wide)
             if len(more) < wanted and not self.budget_said:
                 self.budget_said = True
                 self.log(f"Figure 5's precision rule: the operator cells took {spent:.0f} s of the profile's "

@@ -154,14 +154,10 @@ class Precision:
                 "interval": list(self.interval), "cells": list(self.cells), "why": self.why()}
 
 
-def precision_requests(ratios: Iterable, counts: dict[str, int], cap: int, runnable: set[str],
-                       spent_s: float = 0.0, budget_s: float | None = None, run_s: float = 0.0) -> list[Precision]:
+def precision_requests(ratios: Iterable, counts: dict[str, int], cap: int, runnable: set[str]) -> list[Precision]:
     """The operator configurations (harness.claims.operators.OpRatio) whose ratio's interval is wider than
     OPERATOR_PRECISION, or taken from fewer than OPERATOR_MIN_REPEATS processes a side, each with its cells that may
-    run again (in this run and below `cap`). With the profile's `budget_s` (operator_budget_s: what keeps a profile
-    within its time on a noisy host), the run's operator cells having taken `spent_s` and one cell's process about
-    `run_s`: only as many as the rest of the budget holds, those with fewer than OPERATOR_MIN_REPEATS first, then the
-    widest."""
+    run again (in this run and below `cap`)."""
     out = []
     for o in ratios:
         interval = measure.replicate_interval(o.replicates)
@@ -172,9 +168,17 @@ def precision_requests(ratios: Iterable, counts: dict[str, int], cap: int, runna
         more = tuple(c for c in dict.fromkeys(o.cells) if c in runnable and counts.get(c, 0) < cap)
         if len(more) == len(set(o.cells)):   # both sides, so that the ratio gains a process on each
             out.append(Precision(" ".join(cellid.configuration(o.cells[0])), o.ratio, interval, n, more))
+    return out
+
+
+def within_budget(asked: list[Precision], spent_s: float, budget_s: float | None, run_s: float) -> list[Precision]:
+    """Of precision_requests' `asked`, as many as the rest of the profile's `budget_s` holds (operator_budget_s: what
+    keeps a profile within its time on a noisy host), the run's operator cells having taken `spent_s` and one cell's
+    process about `run_s`: those with fewer than OPERATOR_MIN_REPEATS first, then the widest. All of them where the
+    profile sets no budget."""
     if budget_s is None:
-        return out
-    out.sort(key=lambda p: (p.n >= OPERATOR_MIN_REPEATS, -p.half_width))
+        return asked
+    out = sorted(asked, key=lambda p: (p.n >= OPERATOR_MIN_REPEATS, -p.half_width))
     kept, left = [], budget_s - spent_s
     for p in out:
         cost = run_s * len(p.cells)

@@ -278,20 +278,20 @@ def test_a_wide_operator_ratio_asks_for_one_more_process_of_both_cells_up_to_its
     assert sequential.precision_requests([narrow], counts, 2, set(cells)) == [], "the cap still holds"
     # the profile's budget of operator seconds: as many as the rest of it holds (a process about run_s), those under
     # the minimum of groups first, then the widest
-    assert len(sequential.precision_requests([wide], counts, 4, set(cells), spent_s=290.0, budget_s=300.0,
-                                             run_s=4.0)) == 1
-    assert sequential.precision_requests([wide], counts, 4, set(cells), spent_s=295.0, budget_s=300.0,
-                                         run_s=4.0) == [], "a group of two 4 s processes does not fit in 5 s"
-    assert sequential.precision_requests([wide], counts, 4, set(cells), spent_s=300.0, budget_s=300.0) == []
+    asked = sequential.precision_requests([wide], counts, 4, set(cells))
+    assert len(sequential.within_budget(asked, 290.0, 300.0, 4.0)) == 1
+    assert sequential.within_budget(asked, 295.0, 300.0, 4.0) == [], "a group of two 4 s processes does not fit in 5 s"
+    assert sequential.within_budget(asked, 300.0, 300.0, 0.0) == []
+    assert sequential.within_budget(asked, 900.0, None, 4.0) == asked, "no budget: every request"
     other = [cellid.operator_id("conv2d", fw, mode, "fp32", "fwd", {"batch": 16})
              for fw, mode in (("mindspore", "graph"), ("pytorch", "eager"))]
     wider = Ratio(0.5, np.linspace(0.3, 0.7, 101), other)     # ±40%
     both = dict.fromkeys(cells + other, 3)
-    got = sequential.precision_requests([wide, wider], both, 4, set(cells + other), spent_s=290.0, budget_s=300.0,
-                                        run_s=4.0)
+    got = sequential.within_budget(sequential.precision_requests([wide, wider], both, 4, set(cells + other)),
+                                   290.0, 300.0, 4.0)
     assert [p.cells for p in got] == [tuple(other)], "the widest first"
-    got = sequential.precision_requests([wide, wider], both | dict.fromkeys(cells, 2), 4, set(cells + other),
-                                        spent_s=290.0, budget_s=300.0, run_s=4.0)
+    got = sequential.within_budget(sequential.precision_requests([wide, wider], both | dict.fromkeys(cells, 2), 4,
+                                                                 set(cells + other)), 290.0, 300.0, 4.0)
     assert [p.cells for p in got] == [tuple(cells)], "below the minimum of groups before the widest"
 
 
