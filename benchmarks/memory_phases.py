@@ -35,11 +35,12 @@ from benchmarks import loadavg  # noqa: E402
 DEFAULT = "operator/batchnorm2d/mindspore/graph/fp32/fwd+bwd/batch16-channels16-size32"
 
 
-def probe(cell_json: str, seconds: float, cores: list[int]) -> None:
-    """The cell's operator timed in this process for `seconds`, a line a second (see the module's docstring)."""
-    from harness import operators, turns
+def operator_process(cell_json: str, cores: list[int]):
+    """In this process (started by `start`), the cell's operator set up as the runner sets one up: every thread
+    confined to `cores`, the back-end's `setup` and thread count, the operator's `build`. Returns (run, sync, cell)."""
+    from harness import operators
     from harness.cell import Cell
-    from harness.child import confine, leave_now
+    from harness.child import confine
     from harness.inprocess import set_up
 
     cell = Cell.from_dict(json.loads(cell_json))
@@ -50,6 +51,15 @@ def probe(cell_json: str, seconds: float, cores: list[int]) -> None:
     impl = importlib.import_module(f"harness.operators.{cell.framework}")
     run, sync = impl.build(cell.op, shape, cell.spec.dtype, cell.spec.direction, ctx,
                            operators.arrays(cell.op, shape, cell.seed))
+    return run, sync, cell
+
+
+def probe(cell_json: str, seconds: float, cores: list[int]) -> None:
+    """The cell's operator timed in this process for `seconds`, a line a second (see the module's docstring)."""
+    from harness import operators, turns
+    from harness.child import leave_now
+
+    run, sync, cell = operator_process(cell_json, cores)
     timing = operators.sweep_timing(cell.framework, cell.mode)
     n = operators.block_size(run, sync, timing["min_block_s"], timing["min_block_iters"])
     read = turns.Probe()
@@ -64,14 +74,17 @@ def probe(cell_json: str, seconds: float, cores: list[int]) -> None:
     leave_now(0)
 
 
-def start(cell, seconds: float, cores: list[int]) -> subprocess.Popen:
+def start(cell, seconds: float, cores: list[int], script: str = __file__,
+          extra: tuple[str, ...] = ()) -> subprocess.Popen:
+    """`script --probe CELL --seconds S --cores C [extra]` in a process with the cell's process environment, as the
+    runner starts an operator cell's child; its stdout a pipe."""
     from harness import operators
     from harness.frameworks import backend as load_backend
 
     env = {**os.environ, **load_backend(cell.framework).process_env("cpu", cell.kind),
            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
-    argv = [sys.executable, __file__, "--probe", json.dumps(cell.to_dict()), "--seconds", str(seconds),
-            "--cores", ",".join(map(str, cores))]
+    argv = [sys.executable, script, "--probe", json.dumps(cell.to_dict()), "--seconds", str(seconds),
+            "--cores", ",".join(map(str, cores)), *extra]
     operators.fixed_layout()   # address randomisation off for what this process starts, as in an operator cell's
     return subprocess.Popen(argv, cwd=REPO, env=env, stdout=subprocess.PIPE, text=True)
 

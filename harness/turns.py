@@ -6,6 +6,8 @@ second of each other; a configuration's ratio is then taken group by group (harn
 The protocol, over named pipes in the run folder (one per cell, and `ready`):
 - a child, once its operator is built, warmed up and its block sized, writes READY to `ready` and waits on its pipe;
 - the runner (Coordinator), once every child is ready, writes TURN to the first child's pipe;
+- a child given its first TURN sizes its block (warm-up, then iterations until a block takes its minimum time),
+  alone on the core, and writes TURN to the next child's pipe: the sizing round, untimed;
 - a child given TURN times one block and writes TURN to the next child's pipe; after `rounds` blocks it passes the
   turn on once more and finishes as any cell does (its result, its exit code);
 - a child that has timed its last block writes DONE to `ready`, so that the runner can tell a member that ended
@@ -175,17 +177,18 @@ class Probe:
         return time.perf_counter() - t
 
 
-def take_turns(spec: dict[str, Any], block: Callable[[], float],
-               probe: Callable[[], float] | None = None) -> dict[str, list[float]]:
-    """The child's side: say it is ready, then time `block()` (one block's per-iteration seconds) each time the turn
-    comes, passing it on, `spec["rounds"]` times. Returns the block times (`times`) and the memory probe (Probe) taken
-    just before each (`probe_s`). HarnessError where a turn does not come or ABORT does."""
+def take_turns(spec: dict[str, Any], block: Callable[[], float], probe: Callable[[], float] | None = None,
+               size: Callable[[], None] | None = None) -> dict[str, list[float]]:
+    """The child's side: say it is ready; on the first turn call `size()` (the sizing round: the block sized alone on
+    the core) and pass the turn on; then time `block()` (one block's per-iteration seconds) each time the turn comes,
+    passing it on, `spec["rounds"]` times. Returns the block times (`times`) and the memory probe (Probe) taken just
+    before each (`probe_s`). HarnessError where a turn does not come or ABORT does."""
     mine, nxt, ready = _open(spec["pipe"]), _open(spec["next"]), _open(spec["ready"])
     probe = probe or Probe()
     out: dict[str, list[float]] = {"times": [], "probe_s": []}
     try:
         os.write(ready, READY)
-        for _ in range(int(spec["rounds"])):
+        for turn in range(int(spec["rounds"]) + 1):
             if not select.select([mine], [], [], WAIT_S)[0]:
                 raise HarnessError(f"timing by turns ({spec['group']}): no turn came in {WAIT_S:.0f} s; a partner "
                                    f"cell stopped (see its log); run again with --resume")
@@ -193,8 +196,12 @@ def take_turns(spec: dict[str, Any], block: Callable[[], float],
                 raise HarnessError(f"timing by turns ({spec['group']}): stopped by the runner after "
                                    f"{len(out['times'])} of {spec['rounds']} blocks (a partner cell ended, or the "
                                    f"run was interrupted); run again with --resume")
-            out["probe_s"].append(probe())
-            out["times"].append(block())
+            if turn == 0:
+                if size is not None:
+                    size()
+            else:
+                out["probe_s"].append(probe())
+                out["times"].append(block())
             os.write(nxt, TURN)
         os.write(ready, DONE)
     finally:

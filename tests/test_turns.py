@@ -90,6 +90,57 @@ def test_the_runner_stops_the_others_only_for_a_member_that_ended_before_its_las
     assert coordinator.aborted and "operator failed" in errors[1] and "stopped by the runner after 3 of 5" in errors[0]
 
 
+def test_each_member_sizes_its_block_on_its_first_turn_alone_before_any_block_is_timed(tmp_path):
+    """The sizing round: every member sizes while it holds the turn (nobody else computes), in the group's order,
+    and only then does the first timed round start; the sizing is not a timed block."""
+    group = turns.prepare(tmp_path / "g", 3, "bn r0")
+    coordinator = turns.Coordinator(group)
+    log: list = []
+    busy = threading.Lock()   # held by whoever is computing; a second one computing at once fails to take it
+
+    def member(k: int, out: dict) -> None:
+        def size() -> None:
+            assert busy.acquire(blocking=False), "sized while another member computed"
+            log.append(f"size{k}")
+            busy.release()
+
+        def block() -> float:
+            assert busy.acquire(blocking=False), "timed while another member computed"
+            log.append(k)
+            busy.release()
+            return 0.001
+
+        out[k] = turns.take_turns(group.spec(k) | {"rounds": 2}, block, size=size)
+
+    taken: dict = {}
+    threads = [threading.Thread(target=member, args=(k, taken), daemon=True) for k in range(3)]
+    for th in threads:
+        th.start()
+    coordinator.supervise(threads, poll_s=0.01)
+    coordinator.close()
+    assert log == ["size0", "size1", "size2", 0, 1, 2, 0, 1, 2]
+    assert all(len(taken[k]["times"]) == 2 and len(taken[k]["probe_s"]) == 2 for k in range(3))
+
+
+def test_an_operator_block_by_turns_is_sized_in_the_sizing_round_and_each_block_follows_one_untimed_iteration(
+        tmp_path, monkeypatch):
+    from harness import operators
+
+    calls: list[str] = []
+    monkeypatch.setattr(operators, "block_size", lambda *a, **k: calls.append("size") or 3)
+    monkeypatch.setattr(operators, "one_block", lambda run, sync, n: calls.append(f"block{n}") or 0.002)
+
+    def fake_turns(spec, block, size=None):
+        size()
+        return {"times": [block(), block()], "probe_s": [1e-4, 1e-4]}
+
+    monkeypatch.setattr(turns, "take_turns", fake_turns)
+    spec = {"group": "g", "position": 0, "cells": 2, "rounds": 2}
+    out = operators.turn_time(lambda: calls.append("run"), lambda: calls.append("sync"), spec, min_block_s=0.02)
+    assert calls == ["size", "run", "sync", "block3", "run", "sync", "block3"]
+    assert out["block_size"] == 3 and out["blocks"] == 2 and out["times_s"] == [0.002, 0.002]
+
+
 def test_the_coordinator_gives_up_waiting_when_a_member_ends_before_it_is_ready(tmp_path):
     group = turns.prepare(tmp_path / "g", 2, "bn r0")
     coordinator = turns.Coordinator(group)

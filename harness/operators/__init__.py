@@ -206,11 +206,27 @@ def one_block(run: Callable[[], Any], sync: Callable[[], None], n: int) -> float
 
 def turn_time(run: Callable[[], Any], sync: Callable[[], None], spec: dict[str, Any], *, min_block_s: float,
               min_block_iters: int = 1, warmup: int = 3, **_) -> dict[str, Any]:
-    """blocked_time's figures from blocks timed by turns with the configuration's other cells (harness.turns)."""
+    """blocked_time's figures from blocks timed by turns with the configuration's other cells (harness.turns).
+
+    The block is sized in the group's sizing round, this process alone on the core (docs/methodology/operators.md,
+    item 15): sized while a partner was still setting up on the same core, as before, a block came out 2-4x too
+    short in some processes (MindSpore's BatchNorm2d fwd+bwd 16: 6 iterations against 20-26), and a short block
+    carries more of what each turn costs before the first iteration, so those processes ran up to 20% slower and
+    split a configuration's groups in two. Each block is then preceded by one untimed iteration: the partner's block
+    has just evicted this process's data and its threads have slept (with a partner emulated, 6-iteration blocks ran
+    14% slower than 24-iteration ones, 6% with the untimed iteration)."""
     from harness import turns
 
-    n = block_size(run, sync, min_block_s, min_block_iters, warmup)
-    taken = turns.take_turns(spec, lambda: one_block(run, sync, n))
+    sized: list[int] = []
+
+    def block() -> float:
+        run()
+        sync()
+        return one_block(run, sync, sized[0])
+
+    taken = turns.take_turns(spec, block, size=lambda: sized.append(
+        block_size(run, sync, min_block_s, min_block_iters, warmup)))
+    n = sized[0]
     return block_summary(taken["times"], n) | {
         "turns": {k: spec[k] for k in ("group", "position", "cells", "rounds")},
         "probe_s": taken["probe_s"]}
