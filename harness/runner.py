@@ -343,7 +343,9 @@ class Verdicts:
         if any(c.kind == "operator" for c in self.runnable.values()):
             index = claims_mod.summarise(self.results)
             ratios = claims_mod.paired_ratios(index)
-            times = [turns.own_seconds(r) or 0.0 for r in self.results if r.get("kind") == "operator"]
+            # a result with no elapsed time (resumed from an older run, or one that failed before its clock) is not
+            # a 0 s process: the estimate of one process's cost is taken over those that measured one
+            times = [t for r in self.results if r.get("kind") == "operator" and (t := turns.own_seconds(r)) is not None]
             spent = sum(times)
             wide = sequential.precision_requests(ratios, self.counts, self.op_cap, set(self.runnable))
             more = sequential.within_budget(wide, spent, self.op_budget_s, spent / max(1, len(times)))

@@ -300,3 +300,33 @@ def test_the_quick_profile_bounds_figure_5s_extra_groups_by_a_budget_of_operator
     assert m.operator_max_repeats("quick", 2) == 12 and m.operator_budget_s("quick") == 270.0
     assert m.operator_max_repeats("quick", 2, given=True) == 2, "--max-repeats caps the operators too"
     assert m.operator_budget_s("target") is None, "a profile without one: the cap alone"
+
+
+def test_the_runners_budget_estimates_a_process_from_the_operator_results_that_measured_one(monkeypatch):
+    """An operator result with no elapsed time (resumed from an older run, or failed before its clock) is left out
+    of the estimate of one process's cost, not counted as a 0 s process that would let the budget hold more."""
+    from harness import runner, sequential, turns
+    from harness.store import RunStore
+
+    results = [r for r in RunStore("docs/runs/cpu-quick").results() if r.get("kind") == "operator"]
+    assert len(results) >= 24
+    measured = [turns.own_seconds(r) for r in results[::2]]
+    for r in results[1::2]:
+        r.pop("elapsed_s", None)
+
+    class Store:
+        def results(self):
+            return results
+
+    cells = [c for c in matrix.load().expand("quick") if c.kind == "operator"]
+    seen = {}
+
+    def within_budget(asked, spent_s, budget_s, run_s):
+        seen.update(spent=spent_s, run=run_s)
+        return asked
+
+    monkeypatch.setattr(sequential, "within_budget", within_budget)
+    verdicts = runner.Verdicts(Store(), cells, "quick", "cpu", 2, [], lambda line: None, op_cap=12, op_budget_s=270.0)
+    verdicts.requests()
+    assert seen["spent"] == pytest.approx(sum(measured))
+    assert seen["run"] == pytest.approx(sum(measured) / len(measured)) and seen["run"] > 0.5
