@@ -17,9 +17,7 @@ Timings: run it with nothing else on the host; it prints the load average before
 from __future__ import annotations
 
 import argparse
-import fnmatch
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -30,7 +28,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from benchmarks import loadavg  # noqa: E402
-from benchmarks.memory_phases import DEFAULT, operator_process, start  # noqa: E402
+from benchmarks.memory_phases import DEFAULT, operator_process, quick_operator_cell, start  # noqa: E402
 
 PARTNER_BYTES = 32 << 20   # larger than the 2-core machine's L2 and its share of L3
 PARTNER_SLEEP_S = 0.02     # a partner's block: at least SWEEP_TIMING's 0.02 s
@@ -81,15 +79,10 @@ def main() -> int:
     if a.probe:
         child(a.probe, a.seconds, [int(c) for c in a.cores.split(",")], sizes, a.warm)
         return 0
-    from harness import matrix, operators
-
-    cells = [c for c in matrix.load().expand("quick") if c.kind == "operator" and fnmatch.fnmatch(c.id, a.cell)]
-    if len(cells) != 1:
-        print(f"error: --cell {a.cell} matches {len(cells)} of the quick profile's operator cells; give one cell id "
-              "(python -m harness list --profile quick)", file=sys.stderr)
+    found = quick_operator_cell(a.cell)
+    if found is None:
         return 2
-    cell = cells[0]
-    cores = operators.cpu_cores("cpu", "operator") or sorted(os.sched_getaffinity(0))[:1]
+    cell, cores = found
     print(f"before: load average {loadavg()}", flush=True)
     print(f"{cell.id} on core {cores}; per-iteration time (10th percentile over a second), blocks of {sizes} "
           "iterations, each after a stand-in for a partner's block", flush=True)

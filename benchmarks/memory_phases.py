@@ -74,6 +74,19 @@ def probe(cell_json: str, seconds: float, cores: list[int]) -> None:
     leave_now(0)
 
 
+def quick_operator_cell(pattern: str):
+    """The one quick-profile operator cell `pattern` matches, and the cores an operator cell's process is confined to
+    here; None, with the one-line error printed, where it matches none or several."""
+    from harness import matrix, operators
+
+    cells = [c for c in matrix.load().expand("quick") if c.kind == "operator" and fnmatch.fnmatch(c.id, pattern)]
+    if len(cells) != 1:
+        print(f"error: --cell {pattern} matches {len(cells)} of the quick profile's operator cells; give one cell id "
+              "(python -m harness list --profile quick)", file=sys.stderr)
+        return None
+    return cells[0], operators.cpu_cores("cpu", "operator") or sorted(os.sched_getaffinity(0))[:1]
+
+
 def start(cell, seconds: float, cores: list[int], script: str = __file__,
           extra: tuple[str, ...] = ()) -> subprocess.Popen:
     """`script --probe CELL --seconds S --cores C [extra]` in a process with the cell's process environment, as the
@@ -100,15 +113,12 @@ def main() -> int:
     if a.probe:
         probe(a.probe, a.seconds, [int(c) for c in a.cores.split(",")])
         return 0
-    from harness import cellid, matrix, operators
+    from harness import cellid, matrix
 
-    cells = [c for c in matrix.load().expand("quick") if c.kind == "operator" and fnmatch.fnmatch(c.id, a.cell)]
-    if len(cells) != 1:
-        print(f"error: --cell {a.cell} matches {len(cells)} of the quick profile's operator cells; give one cell id "
-              "(python -m harness list --profile quick)", file=sys.stderr)
+    found = quick_operator_cell(a.cell)
+    if found is None:
         return 2
-    cell = cells[0]
-    cores = operators.cpu_cores("cpu", "operator") or sorted(os.sched_getaffinity(0))[:1]
+    cell, cores = found
     others = sorted(os.sched_getaffinity(0) - set(cores))
     if a.other_core and not others:
         print("error: --other-core needs a second core this process may run on", file=sys.stderr)
