@@ -239,27 +239,32 @@ def shard(cells: list[Cell], spec: str | None) -> list[Cell]:
 
 
 def schedule(cells: list[Cell]) -> list[tuple[Cell, int]]:
-    """The order the runner runs (cell, repeat) in. A cell's repeats follow one another, except an operator
-    configuration's cells (one per framework and mode, which Figure 5 and O1-O3 divide): they take turns, one repeat
-    of each, the order rotating every round, so that whatever the host does over the minutes of a sweep falls on both
-    sides of a ratio alike, and no cell always runs right after the same other (measured: the same PyTorch Linear ran
-    32-34 us an iteration in the processes of one sweep and 46-52 us in those of another;
-    docs/methodology/operators.md). The group runs where its first cell stands."""
+    """The order the runner runs (cell, repeat) in. A cell's repeats follow one another, except the operator cells.
+    An operator configuration's cells (one per framework and mode, which Figure 5 and O1-O3 divide) take turns, one
+    repeat of each, the order rotating every repeat, so that whatever the host does over the minutes of a sweep falls
+    on both sides of a ratio alike, and no cell always runs right after the same other (measured: the same PyTorch
+    Linear ran 32-34 us an iteration in the processes of one sweep and 46-52 us in those of another). And the
+    configurations take turns too: every configuration's first group, then every configuration's second, so that a
+    configuration's groups are spread over the sweep rather than run back to back (two groups run seconds apart
+    shared the host's state of those seconds, and their agreement said less about the next run than their interval
+    claimed; docs/methodology/operators.md, item 16). The operator cells run where the first of them stands."""
     groups: dict[tuple, list[Cell]] = {}
     for c in cells:
         if c.kind == "operator":
             groups.setdefault(cellid.configuration(c.id), []).append(c)
     out: list[tuple[Cell, int]] = []
+    placed = False
     for c in cells:
         if c.kind != "operator":
             out.extend((c, r) for r in range(c.repeats))
             continue
-        group = groups.get(cellid.configuration(c.id))
-        if not group or group[0] is not c:
+        if placed:
             continue
-        for r in range(max(g.repeats for g in group)):
-            turn = group[r % len(group):] + group[:r % len(group)]
-            out.extend((g, r) for g in turn if r < g.repeats)
+        placed = True
+        for r in range(max(g.repeats for g in cells if g.kind == "operator")):
+            for group in groups.values():
+                turn = group[r % len(group):] + group[:r % len(group)]
+                out.extend((g, r) for g in turn if r < g.repeats)
     return out
 
 

@@ -15,7 +15,8 @@ derived here, for the claims, the report, its companion section and its figures 
                         its blocks resampled; replicate_interval(replicates) -> (lo, hi)
     operator_ratios(index) -> [OpConfig]: per operator configuration the throughput of each framework/mode and
                         MindSpore/PyTorch per MindSpore mode with its interval and replicates (Figure 5, the
-                        operator table, O1-O3)
+                        operator table, O1-O3); timed by turns, over the groups the run's noise keeps
+                        (harness.hostnoise)
 
 A repeat that never reached its target counts as infinitely slow (the one rule, everywhere): a cell's time to
 target is the median over its ok repeats with those at +inf, and where that median is infinite (half of the
@@ -37,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from harness import arith
+from harness import arith, hostnoise
 
 LEVEL = 0.95   # the median's interval, and a ratio's: its coverage
 RESAMPLES = 4000   # ratio_interval's bootstrap resamples per side
@@ -267,7 +268,7 @@ def paired_ratio(pairs: list[np.ndarray]) -> float:
     return float(math.exp(group_log_ratios(pairs).mean()))
 
 
-def paired_replicates(pairs: list[np.ndarray], seed_id: str) -> np.ndarray:
+def paired_replicates(pairs: list[np.ndarray], seed_id: str, floor: float = 0.0) -> np.ndarray:
     """RESAMPLES replicates of paired_ratio whose percentile interval is Student's t interval over the groups: the
     mean of the groups' log ratios plus its standard error times the t distribution's RESAMPLES evenly spaced
     quantiles (k - 1 degrees of freedom), in an order seeded by SEED and `seed_id` (a cell's id), so that the claims
@@ -276,7 +277,9 @@ def paired_replicates(pairs: list[np.ndarray], seed_id: str) -> np.ndarray:
     group's figure already carries its own blocks' noise. A bootstrap over two to four groups (the interval before)
     spans little more than their range and missed the next run's ratio in most configurations
     (docs/methodology/operators.md, item 13); t's wide tails at few groups are what the precision rule then narrows
-    with more groups. One group: its rounds resampled (no spread between processes in it)."""
+    with more groups. `floor`: the least spread between groups assumed (the run's, pooled over its configurations:
+    harness.hostnoise.HostNoise.spread), so that three groups that agree by chance do not give an interval narrower
+    than the host's noise allows. One group: its rounds resampled (no spread between processes in it)."""
     from scipy import stats  # here: the cells' own processes import this module, and need no scipy
 
     logs = group_log_ratios(pairs)
@@ -287,7 +290,7 @@ def paired_replicates(pairs: list[np.ndarray], seed_id: str) -> np.ndarray:
         return fast_time(draw[1], axis=1) / fast_time(draw[0], axis=1)
     k = len(logs)
     t = stats.t.ppf((np.arange(RESAMPLES) + 0.5) / RESAMPLES, k - 1)
-    return np.exp(logs.mean() + logs.std(ddof=1) / math.sqrt(k) * rng.permutation(t))
+    return np.exp(logs.mean() + max(float(logs.std(ddof=1)), floor) / math.sqrt(k) * rng.permutation(t))
 
 
 def _two_level(groups: list[np.ndarray], reduce: list[Callable[[np.ndarray], np.ndarray]], seed_id: str) -> np.ndarray:
@@ -320,6 +323,7 @@ class OpConfig:
     direction: str | None
     shape: dict[str, Any]
     cells: dict[str, Repeats] = field(default_factory=dict)
+    host: hostnoise.HostNoise = field(default_factory=hostnoise.HostNoise)   # the run's (operator_ratios sets it)
 
     @property
     def params(self) -> int | None:
@@ -340,30 +344,41 @@ class OpConfig:
         ms, pt = self.throughput.get(f"mindspore/{ms_mode}"), self.throughput.get(f"pytorch/{PT_MODE}")
         return arith.ratio(ms, pt) if ms else None
 
-    def turn_pairs(self, ms_mode: str) -> list[np.ndarray]:
-        """Per turn group both cells took part in: a 2 x rounds array, MindSpore's block times and PyTorch's, round
-        by round (the two blocks of a round taken one after the other)."""
+    def turn_groups(self, ms_mode: str) -> list[hostnoise.Group]:
+        """Every turn group both cells took part in (harness.hostnoise.Group): MindSpore's and PyTorch's block times
+        round by round (the two blocks of a round taken one after the other), its log ratio and its probe."""
         ms, pt = self.cells.get(f"mindspore/{ms_mode}"), self.cells.get(f"pytorch/{PT_MODE}")
         if not ms or not pt:
             return []
 
-        def by_group(s: Repeats) -> dict[str, list[float]]:
-            return {r["turns"]["group"]: r["block_times_s"] for r in s.ok if r.get("turns") and r.get("block_times_s")}
+        def by_group(s: Repeats) -> dict[str, dict[str, Any]]:
+            return {r["turns"]["group"]: r for r in s.ok if r.get("turns") and r.get("block_times_s")}
 
         a, b = by_group(ms), by_group(pt)
         out = []
         for g in sorted(a.keys() & b.keys()):
-            n = min(len(a[g]), len(b[g]))
-            out.append(np.asarray([a[g][:n], b[g][:n]], dtype=float))
+            n = min(len(a[g]["block_times_s"]), len(b[g]["block_times_s"]))
+            blocks = np.asarray([a[g]["block_times_s"][:n], b[g]["block_times_s"][:n]], dtype=float)
+            out.append(hostnoise.Group(g, blocks, float(group_log_ratios([blocks])[0]),
+                                       hostnoise.group_probe(a[g], b[g])))
         return out
 
+    def turn_pairs(self, ms_mode: str) -> list[np.ndarray]:
+        """The block times (2 x rounds) of the turn groups the ratio is taken over: those the host's noise keeps
+        (harness.hostnoise.HostNoise.kept: not taken in a contended stretch)."""
+        return [g.blocks for g in self.host.kept(self.turn_groups(ms_mode))]
+
+    def left_out(self, ms_mode: str) -> int:
+        """How many of the turn groups were left out of the ratio, taken in a contended stretch."""
+        return self.host.left_out(self.turn_groups(ms_mode))
+
     def ratio_replicates(self, ms_mode: str) -> np.ndarray | None:
-        """Replicates of ratio(ms_mode). Timed by turns: Student's t over the groups (paired_replicates). Else each
-        side's block_replicates, one over the other (the two cells are independent processes). None unless both
-        sides kept their block times."""
+        """Replicates of ratio(ms_mode). Timed by turns: Student's t over the groups kept, their spread at least the
+        run's (paired_replicates, HostNoise.spread). Else each side's block_replicates, one over the other (the two
+        cells are independent processes). None unless both sides kept their block times."""
         pairs = self.turn_pairs(ms_mode)
         if pairs:
-            return paired_replicates(pairs, self.cells[f"mindspore/{ms_mode}"].cell)
+            return paired_replicates(pairs, self.cells[f"mindspore/{ms_mode}"].cell, self.host.spread.get(ms_mode, 0.0))
         ms, pt = self.cells.get(f"mindspore/{ms_mode}"), self.cells.get(f"pytorch/{PT_MODE}")
         a, b = (block_replicates(ms), block_replicates(pt)) if ms and pt else (None, None)
         return None if a is None or b is None else a / b
@@ -389,4 +404,9 @@ def operator_ratios(index: dict[str, Repeats]) -> list[OpConfig]:
         cfg.setdefault(key, OpConfig(r["op"], r.get("dtype"), r.get("direction"), dict(key[3])))
         cfg[key].cells[f"{r['framework']}/{r['mode']}"] = s
     ordered = [cfg[k] for k in sorted(cfg, key=str)]
+    # the host's noise over all of them: which groups were taken in a contended stretch, the run's spread
+    modes = {k.split("/")[1] for c in ordered for k in c.cells if k.startswith("mindspore/")}
+    host = hostnoise.HostNoise.of({m: [c.turn_groups(m) for c in ordered] for m in sorted(modes)})
+    for c in ordered:
+        c.host = host
     return sorted(ordered, key=lambda c: (c.op, c.dtype, c.direction, c.params))

@@ -422,7 +422,8 @@ def version_note(hosts: list[dict[str, Any]]) -> str | None:
 def operator_ratios(index: dict[str, dict[str, measure.Repeats]]) -> list[dict[str, Any]]:
     """Per host and operator configuration (harness.measure.operator_ratios): MindSpore throughput / PyTorch eager
     throughput per MindSpore mode (Figure 5's points and the operator table; above 1: MindSpore faster), with its
-    interval (OpConfig.ratio_interval: both cells' processes and blocks resampled; Figure 5's whiskers)."""
+    interval (OpConfig.ratio_interval: Student's t over the turn groups; Figure 5's whiskers) and how many groups it
+    is taken over and left out (taken in a contended stretch: harness.hostnoise)."""
     out = []
     for host, cells in sorted(index.items(), key=lambda kv: kv[0]):
         for c in measure.operator_ratios(cells):
@@ -430,7 +431,11 @@ def operator_ratios(index: dict[str, dict[str, measure.Repeats]]) -> list[dict[s
                         "dtype": c.dtype, "direction": c.direction, "shape": c.shape, "params": c.params,
                         "throughput": c.throughput, "ratio_graph": c.ratio("graph"),
                         "ratio_pynative": c.ratio("pynative"), "interval_graph": c.ratio_interval("graph"),
-                        "interval_pynative": c.ratio_interval("pynative")})
+                        "interval_pynative": c.ratio_interval("pynative"),
+                        # turn groups the ratio is taken over, and those left out (harness.hostnoise)
+                        "groups_graph": len(c.turn_pairs("graph")), "left_out_graph": c.left_out("graph"),
+                        "groups_pynative": len(c.turn_pairs("pynative")),
+                        "left_out_pynative": c.left_out("pynative")})
     return out
 
 

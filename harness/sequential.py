@@ -161,7 +161,9 @@ def precision_requests(ratios: Iterable, counts: dict[str, int], cap: int, runna
     out = []
     for o in ratios:
         interval = measure.replicate_interval(o.replicates)
-        n = min(counts.get(c, 0) for c in o.cells)
+        # timed by turns, the groups the ratio is taken over: one left out (taken in a contended stretch,
+        # harness.hostnoise) is replaced by another
+        n = o.groups or min(counts.get(c, 0) for c in o.cells)
         if interval is None or (n >= OPERATOR_MIN_REPEATS and
                                 measure.relative_half_width(interval, o.ratio) <= OPERATOR_PRECISION):
             continue

@@ -116,7 +116,8 @@ def test_operator_cells_run_the_profiles_claim_repeats():
     assert {c.repeats for c in matrix.load().expand("quick", only="operator/*", repeats=1)} == {1}
 
 
-def test_an_operator_configurations_cells_take_turns_and_other_cells_keep_their_repeats_together(tmp_path):
+def test_an_operator_configurations_cells_take_turns_the_configurations_too_and_other_cells_keep_their_repeats_together(
+        tmp_path):
     m = matrix.load(quick_pynative_matrix(tmp_path / "m.toml"))
     cells = m.expand("quick", only="operator/linear/*,model/gcn/pytorch/eager/amp-off/*")
     todo = matrix.schedule(cells)
@@ -124,13 +125,22 @@ def test_an_operator_configurations_cells_take_turns_and_other_cells_keep_their_
     model = [i for i, (c, _) in enumerate(todo) if c.kind == "model"]
     assert len(model) == 2 and model[1] == model[0] + 1, "a model cell's repeats run one after the other"
     ops = [(c, r) for c, r in todo if c.kind == "operator"]
+    where_ops = [i for i, (c, _) in enumerate(todo) if c.kind == "operator"]
+    assert where_ops == list(range(where_ops[0], where_ops[0] + len(ops))), "the operator cells run as one block"
     configs = [cellid.configuration(c.id) for c, _ in ops]
+    assert len(set(configs)) >= 2
+    # groups: consecutive entries of one configuration at one repeat, as the runner forms them
+    groups = [(configs[0], ops[0][1], [ops[0][0].id])]
+    for (c, r), k in zip(ops[1:], configs[1:], strict=True):
+        if (k, r) == groups[-1][:2]:
+            groups[-1][2].append(c.id)
+        else:
+            groups.append((k, r, [c.id]))
+    assert [len(g[2]) for g in groups] == [3] * len(groups), "a configuration's 3 cells at one repeat run together"
+    assert [r for _, r, _ in groups] == sorted(r for _, r, _ in groups), \
+        "every configuration's first group before any configuration's second: a configuration's groups are spread"
     for k in set(configs):
-        where = [i for i, x in enumerate(configs) if x == k]
-        assert where == list(range(where[0], where[0] + 6)), "a configuration's 3 cells x 2 repeats run together"
-        turns = [ops[i] for i in where]
-        assert [r for _, r in turns] == [0, 0, 0, 1, 1, 1], "one repeat of each cell, then the next"
-        first, second = [c.id for c, _ in turns[:3]], [c.id for c, _ in turns[3:]]
+        first, second = [ids for kk, _, ids in groups if kk == k]
         assert sorted(first) == sorted(second) and second == first[1:] + first[:1], "the order rotates"
 
 
@@ -256,8 +266,8 @@ def test_a_wide_operator_ratio_asks_for_one_more_process_of_both_cells_up_to_its
     from harness import sequential
 
     class Ratio:   # harness.claims.operators.OpRatio's fields the rule reads
-        def __init__(self, ratio, replicates, cells):
-            self.ratio, self.replicates, self.cells = ratio, np.asarray(replicates), cells
+        def __init__(self, ratio, replicates, cells, groups=None):
+            self.ratio, self.replicates, self.cells, self.groups = ratio, np.asarray(replicates), cells, groups
 
     cells = [cellid.operator_id("linear", fw, mode, "fp32", "fwd", {"batch": 64})
              for fw, mode in (("mindspore", "graph"), ("pytorch", "eager"))]
@@ -276,6 +286,12 @@ def test_a_wide_operator_ratio_asks_for_one_more_process_of_both_cells_up_to_its
     asked = sequential.precision_requests([narrow], counts, 4, set(cells))
     assert len(asked) == 1 and asked[0].n == 2 and "fewer than 3 repeats" in asked[0].why()
     assert sequential.precision_requests([narrow], counts, 2, set(cells)) == [], "the cap still holds"
+    # timed by turns: the groups the ratio is taken over count, so a group left out (harness.hostnoise) is replaced
+    left = Ratio(0.5, np.linspace(0.49, 0.51, 101), cells, groups=2)
+    asked = sequential.precision_requests([left], three, 4, set(cells))
+    assert len(asked) == 1 and asked[0].n == 2
+    assert sequential.precision_requests([left], dict.fromkeys(cells, 4), 4, set(cells)) == [], \
+        "a group left out counts to the cap"
     # the profile's budget of operator seconds: as many as the rest of it holds (a process about run_s), those under
     # the minimum of groups first, then the widest
     asked = sequential.precision_requests([wide], counts, 4, set(cells))

@@ -54,6 +54,12 @@ class OpRatio:
     def replicates(self) -> np.ndarray | None:
         return self.config.ratio_replicates(self.ms_mode)
 
+    @property
+    def groups(self) -> int | None:
+        """How many turn groups the ratio is taken over (those left out not counted); None where the cells were not
+        timed by turns."""
+        return len(self.config.turn_pairs(self.ms_mode)) or None
+
 
 def _interval(groups: list[list[OpRatio]], stat: Callable[..., np.ndarray]) -> Interval | None:
     """The interval of a statistic of groups of configurations' ratios (a median over a group, or a quotient of two
