@@ -6,9 +6,9 @@ once and keeps the time (`probe_s`, harness.turns.Probe): the host's memory at t
     HostNoise.of(groups) from every turn group of a run (one host's), per MindSpore mode:
         probe_limit_s   CONTENDED x the median group probe: a group whose probe is above it was taken in a
                         contended stretch and is left out of its configuration's ratio (kept(), left_out())
-        spread          the spread between groups (sd of their log ratios about their configuration's mean), pooled
-                        over the run's configurations from the groups kept: the least spread a configuration's
-                        interval assumes (harness.measure.paired_replicates' floor)
+        spread          the run's spread between groups: the median over its configurations of each one's spread
+                        (the sd of its kept groups' log ratios): the least spread a configuration's interval assumes
+                        (harness.measure.paired_replicates' floor)
 
 Why (docs/methodology/operators.md, item 16, measured on the 2-core machine):
 - contended stretches: in them the 4 MiB read took 217-277 us against 170-190 us, and MindSpore's blocks ran up to
@@ -79,12 +79,10 @@ class HostNoise:
         gate = cls(limit)
         spread = {}
         for mode, configs in modes.items():
-            ss, df = 0.0, 0
-            for gs in configs:
-                logs = np.array([g.log_ratio for g in gate.kept(gs)])
-                if len(logs) >= 2:
-                    ss += float(((logs - logs.mean()) ** 2).sum())
-                    df += len(logs) - 1
-            if df:
-                spread[mode] = math.sqrt(ss / df)
+            # each configuration's own spread over the groups kept, where it has two or more; their median, so that
+            # one configuration whose groups met a stretch the gate did not catch does not set every other's floor
+            own = [float(np.std([g.log_ratio for g in kept], ddof=1))
+                   for gs in configs if len(kept := gate.kept(gs)) >= 2]
+            if own:
+                spread[mode] = median(own)
         return cls(limit, spread)

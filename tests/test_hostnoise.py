@@ -54,20 +54,25 @@ def test_a_group_taken_in_a_contended_stretch_is_left_out_of_its_ratio_and_count
 
 
 def test_a_configurations_interval_assumes_at_least_the_runs_spread_between_groups():
-    # batch 64's three groups agree exactly (a spread of 0 by chance); batch 128's spread 4%: batch 64's interval is
-    # Student's t (2 degrees of freedom) over the run's pooled spread, not a point
-    results = _results(64, [1.0, 1.0, 1.0], [180] * 3) + _results(128, [1.0, 1.04, 0.96, 1.0], [180] * 4)
+    # batch 64's three groups agree exactly (a spread of 0 by chance), batch 128's spread about 4%, batch 256's about
+    # 2%: the run's spread is the median of the three, batch 256's, and batch 64's interval Student's t (2 degrees of
+    # freedom) over it, not a point
+    f128, f256 = [1.0, 1.04, 0.96, 1.0], [1.0, 1.02, 0.98]
+    results = _results(64, [1.0, 1.0, 1.0], [180] * 3) + _results(128, f128, [180] * 4) + _results(256, f256, [180] * 3)
     c = _configs(results)
-    logs128 = np.log(0.5 / np.array([1.0, 1.04, 0.96, 1.0]))
-    pooled = math.sqrt(((logs128 - logs128.mean()) ** 2).sum() / 5)   # batch 64 adds 0 to the sum, 2 to the df
-    assert c[64].host.spread["graph"] == pytest.approx(pooled)
+    logs128, logs256 = np.log(0.5 / np.array(f128)), np.log(0.5 / np.array(f256))
+    run = logs256.std(ddof=1)
+    assert c[64].host.spread["graph"] == pytest.approx(run)
     lo, hi = c[64].ratio_interval("graph")
-    half = stats.t.ppf(0.975, 2) * pooled / math.sqrt(3)
+    half = stats.t.ppf(0.975, 2) * run / math.sqrt(3)
     assert (lo, hi) == (pytest.approx(0.5 * math.exp(-half), rel=0.005), pytest.approx(0.5 * math.exp(half), rel=0.005))
     # a configuration noisier than the run keeps its own spread
     lo, hi = c[128].ratio_interval("graph")
     own = stats.t.ppf(0.975, 3) * logs128.std(ddof=1) / 2
     assert hi / lo == pytest.approx(math.exp(2 * own), rel=0.01)
+    # one configuration's outlying groups do not set the others' floor: the median, not a pooled spread
+    wild = _configs(results + _results(512, [1.0, 1.5, 0.7], [180] * 3))
+    assert wild[64].host.spread["graph"] < 2 * run
 
 
 def test_the_report_says_the_threshold_the_code_uses():
