@@ -23,7 +23,6 @@ Why (docs/methodology/operators.md, item 16, measured on the 2-core machine):
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from statistics import median
