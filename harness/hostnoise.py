@@ -2,10 +2,11 @@
 configuration's ratio makes of it (harness.measure.OpConfig). Before every block a process reads a 4 MiB buffer
 once and keeps the time (`probe_s`, harness.turns.Probe): the host's memory at that moment.
 
-    group_probe(a, b)   a group's probe: the median over its two processes' probes (None where they kept none)
+    group_probe(a, b)   a group's probe: the mean over its two processes' probes (None where they kept none)
     HostNoise.of(groups) from every turn group of a run (one host's), per MindSpore mode:
-        probe_limit_s   CONTENDED x the median group probe: a group whose probe is above it was taken in a
-                        contended stretch and is left out of its configuration's ratio (kept(), left_out())
+        probe_limit_s   CONTENDED x the run's quiet probe (QUIET: the 25th percentile of its group probes): a group
+                        whose probe is above it was taken in a contended stretch and is left out of its
+                        configuration's ratio (kept(), left_out())
         spread          the run's spread between groups: the median over its configurations of each one's spread
                         (the sd of its kept groups' log ratios): the least spread a configuration's interval assumes
                         (harness.measure.paired_replicates' floor)
@@ -30,15 +31,20 @@ from typing import Any
 
 import numpy as np
 
-# A group whose probe is over this many times the run's median group probe was taken in a contended stretch. The
-# quiet runs' groups lay within 1.1x of their median but for 0-3 of 36-39; the contended stretch's at 1.2-1.5x.
+# A group whose probe is over this many times the run's quiet probe was taken in a contended stretch. The quiet
+# level is the 25th percentile of the run's group probes, not their median: on the 2-core machine a third of a run's
+# groups could meet contended stretches, and the median moved up with them. A group's probe is the mean of its
+# processes' probes, not their median: a stretch that starts or ends within a group shows in its mean. Read again on
+# twelve quick runs and sweeps, against the median over the median: as many ratios within ±5% in nine, more in two
+# (one and four), one fewer in one (docs/methodology/operators.md, item 16).
 CONTENDED = 1.15
+QUIET = 25
 
 
 def group_probe(a: dict[str, Any], b: dict[str, Any]) -> float | None:
-    """The probe of a group's pair of processes (two results): the median over both processes' probes."""
+    """The probe of a group's pair of processes (two results): the mean over both processes' probes."""
     probes = [float(p) for r in (a, b) for p in (r.get("probe_s") or [])]
-    return median(probes) if probes else None
+    return float(np.mean(probes)) if probes else None
 
 
 @dataclass(frozen=True)
@@ -54,8 +60,12 @@ class Group:
 
 @dataclass(frozen=True)
 class HostNoise:
+    """One run's (one host's) noise: the probe over which a group was taken in a contended stretch, and per
+    MindSpore mode the spread between groups a configuration's interval assumes at least. The default leaves nothing
+    out and assumes no spread (a configuration read on its own)."""
+
     probe_limit_s: float | None = None
-    spread: dict[str, float] = field(default_factory=dict)   # MindSpore mode -> pooled sd of the log ratios
+    spread: dict[str, float] = field(default_factory=dict)   # MindSpore mode -> sd of the groups' log ratios
 
     def contended(self, g: Group) -> bool:
         return self.probe_limit_s is not None and g.probe_s is not None and g.probe_s > self.probe_limit_s
@@ -74,7 +84,7 @@ class HostNoise:
         """From one run's (one host's) groups: per MindSpore mode, per configuration, its groups."""
         modes = {m: [list(gs) for gs in configs] for m, configs in by_mode.items()}
         probes = [g.probe_s for configs in modes.values() for gs in configs for g in gs if g.probe_s is not None]
-        limit = CONTENDED * median(probes) if probes else None
+        limit = CONTENDED * float(np.percentile(probes, QUIET)) if probes else None
         gate = cls(limit)
         spread = {}
         for mode, configs in modes.items():
