@@ -12,14 +12,14 @@ once and keeps the time (`probe_s`, harness.turns.Probe): the host's memory at t
                         (harness.measure.paired_replicates' floor)
 
 Why (docs/methodology/operators.md, item 16, measured on the 2-core machine):
-- contended stretches: in them the 4 MiB read took 217-277 us against 170-190 us, and MindSpore's blocks ran up to
-  1.5x slower, PyTorch's much less, so the groups taken then gave ratios 10-20% below the run's others. Left out
-  (the precision rule then asks for a group in their place, and the report counts them), the largest difference
-  between neighbouring quick runs fell from 12.4-12.7% to 4.0-4.3%;
+- contended stretches: in them the 4 MiB read took 210-290 us against 170-190 us, and MindSpore's blocks ran up to
+  1.5x slower, PyTorch's much less, so the groups taken then gave ratios 10-30% below their configuration's others.
+  Left out (the precision rule then asks for a group in their place, and the report counts them), a run that met
+  such a stretch for a minute still gave 12 of 12 ratios within ±5%;
 - the spread's floor: a configuration's own spread, from three groups, has two degrees of freedom, and the precision
   rule stops at the first narrow interval, so it stopped on the groups that agreed by chance: two quick runs in a row
-  had 7-9 of 12 ratios inside each other's interval. The groups of one host share its noise; with the spread
-  pooled over the run as the least a configuration's interval assumes, 9-11 of 12 (read again, on eight runs).
+  had 8 of 12 ratios inside each other's interval. With the run's spread as the least a configuration's interval
+  assumes (and the configurations' groups spread over the sweep, harness.matrix.schedule), the next two: 12 of 12.
 """
 
 from __future__ import annotations
