@@ -52,7 +52,6 @@ class Group:
     """One turn group of a configuration at one MindSpore mode: its 2 x rounds block times (MindSpore's, then
     PyTorch's), the log of its MindSpore/PyTorch throughput ratio (harness.measure.group_log_ratios) and its probe."""
 
-    key: str
     blocks: np.ndarray
     log_ratio: float
     probe_s: float | None

@@ -277,9 +277,10 @@ def paired_replicates(pairs: list[np.ndarray], seed_id: str, floor: float = 0.0)
     group's figure already carries its own blocks' noise. A bootstrap over two to four groups (the interval before)
     spans little more than their range and missed the next run's ratio in most configurations
     (docs/methodology/operators.md, item 13); t's wide tails at few groups are what the precision rule then narrows
-    with more groups. `floor`: the least spread between groups assumed (the run's, pooled over its configurations:
-    harness.hostnoise.HostNoise.spread), so that three groups that agree by chance do not give an interval narrower
-    than the host's noise allows. One group: its rounds resampled (no spread between processes in it)."""
+    with more groups. `floor`: the least spread between groups assumed (the run's: the median over its
+    configurations of their spreads, harness.hostnoise.HostNoise.spread), so that three groups that agree by chance
+    do not give an interval narrower than the host's noise allows. One group: its rounds resampled (no spread between
+    processes in it)."""
     from scipy import stats  # here: the cells' own processes import this module, and need no scipy
 
     logs = group_log_ratios(pairs)
@@ -359,8 +360,7 @@ class OpConfig:
         for g in sorted(a.keys() & b.keys()):
             n = min(len(a[g]["block_times_s"]), len(b[g]["block_times_s"]))
             blocks = np.asarray([a[g]["block_times_s"][:n], b[g]["block_times_s"][:n]], dtype=float)
-            out.append(hostnoise.Group(g, blocks, float(group_log_ratios([blocks])[0]),
-                                       hostnoise.group_probe(a[g], b[g])))
+            out.append(hostnoise.Group(blocks, float(group_log_ratios([blocks])[0]), hostnoise.group_probe(a[g], b[g])))
         return out
 
     def turn_pairs(self, ms_mode: str) -> list[np.ndarray]:
