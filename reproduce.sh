@@ -136,11 +136,34 @@ fi
 
 # Where it runs: cpu natively unless asked otherwise; cuda and ascend in their image unless --native.
 if [ -z "$where" ]; then
-  if [ "$platform" = cpu ] && [ -z "$image" ] && [ "$build" = 0 ]; then where=native; else where=container; fi
+  if [ "$platform" = cpu ] && [ -z "$image" ]; then where=native; else where=container; fi
 fi
-if [ "$where" = native ] && { [ -n "$image" ] || [ "$build" = 1 ]; }; then
+if [ "$where" = native ] && { [ -n "$image" ] || { [ "$build" = 1 ] && [ "$platform" != cpu ]; }; }; then
   die "--native runs without a container; drop --image/--build, or drop --native"
 fi
+
+# --build builds what the run needs (.venv natively on cpu, else the image) and stops: what it will download, the
+# disk it needs and its time are printed before it starts (harness/preflight/host.toml [build.*], under the
+# host's python3 where there is one), what it took after; the run is the next, separate command.
+build_plan() {  # build_plan native|container PATH [PYTHON]: the line said before a build (where a Python runs)
+  local pf="${3:-$(command -v python3 || true)}"
+  [ -n "$pf" ] || return 0
+  (cd "$here" && PYTHONPATH="$here" "$pf" -m harness.preflight.buildplan "$platform" "$1" "$2" 2> /dev/null) >&2 || true
+}
+free_kb() { df -Pk "$1" 2> /dev/null | awk 'NR == 2 { print $4 }'; }
+built() {  # built WHAT SECONDS BYTES PATH FREE_BEFORE_KB: the line said after a build, measured
+  local after; after="$(free_kb "$4")"
+  echo "reproduce.sh: built $1 in $(($2 / 60)) min $(($2 % 60)) s; it holds $(awk -v b="$3" 'BEGIN { printf "%.1f", b / 1e9 }') GB;" \
+    "free disk at $4: $(awk -v a="$5" -v b="$after" 'BEGIN { printf "%.1f GB before, %.1f GB after", a * 1024 / 1e9, b * 1024 / 1e9 }')" >&2
+}
+next_after_build() {
+  local flags=""
+  [ "$platform" != cpu ] || [ "$where" != container ] || flags=" --container"
+  [ -z "$image_given" ] || flags+=" --image $(printf '%q' "$image_given")"
+  echo "reproduce.sh: next: ./reproduce.sh $platform$flags --check (the training steps, seconds), then" \
+    "./reproduce.sh $platform$flags to run the $profile profile" >&2
+}
+image_given="$image"
 
 out="${out:-$here/results/$platform-$profile-$(date +%Y%m%d-%H%M%S)}"
 case "$out" in /*) ;; *) out="$PWD/$out" ;; esac
@@ -162,9 +185,9 @@ chip_why=""
 if [ "$platform" = ascend ]; then
   for d in "$dev"/davinci[0-9]*; do [ -e "$d" ] && npus+=("/dev/${d##*/}"); done
   if [ ${#npus[@]} -eq 0 ]; then
-    [ "$dry" = 1 ] || die "no Ascend NPU visible (no $dev/davinci[0-9]*); run on an Ascend host with its driver installed, or choose cpu"
+    [ "$dry" = 1 ] || [ "$build" = 1 ] || die "no Ascend NPU visible (no $dev/davinci[0-9]*); run on an Ascend host with its driver installed, or choose cpu"
     npus=(/dev/davinci0 /dev/davinci1 /dev/davinci2 /dev/davinci3 /dev/davinci4 /dev/davinci5 /dev/davinci6 /dev/davinci7)
-    echo "# no $dev/davinci[0-9]* on this host: the commands below show an 8-NPU Ascend 910 server" >&2
+    [ "$dry" = 0 ] || echo "# no $dev/davinci[0-9]* on this host: the commands below show an 8-NPU Ascend 910 server" >&2
   fi
   # The chip picks the CANN base image (Dockerfile.ascend's ASCEND_CHIP): from ASCEND_CHIP, else from
   # the Name column of `npu-smi info` (910A/910B/910ProA/910ProB/910PremiumA: Ascend 910; 910B1-910B4:
@@ -203,8 +226,8 @@ elif [ "$platform" = cuda ]; then
     for d in "$dev"/nvidia[0-9]*; do [ -e "$d" ] && gpus=$((gpus + 1)); done
   fi
   if [ "$gpus" = 0 ]; then
-    [ "$dry" = 1 ] || die "no NVIDIA GPU visible (nvidia-smi -L lists none, no $dev/nvidia[0-9]*); run on a GPU host with the NVIDIA driver and container toolkit, or choose cpu"
-    echo "# no NVIDIA GPU on this host: the commands below are what a GPU host runs" >&2
+    [ "$dry" = 1 ] || [ "$build" = 1 ] || die "no NVIDIA GPU visible (nvidia-smi -L lists none, no $dev/nvidia[0-9]*); run on a GPU host with the NVIDIA driver and container toolkit, or choose cpu"
+    [ "$dry" = 0 ] || echo "# no NVIDIA GPU on this host: the commands below are what a GPU host runs" >&2
   fi
 fi
 
@@ -261,11 +284,11 @@ if [ "$where" = native ]; then
     want="$(sha256sum "$lock" | cut -d' ' -f1)"
     py="$venv/bin/python"
     if [ "$dry" = 1 ]; then
-      if [ ! -x "$py" ] || [ "$(cat "$stamp" 2> /dev/null)" != "$want" ]; then
+      if [ "$build" = 1 ] || [ ! -x "$py" ] || [ "$(cat "$stamp" 2> /dev/null)" != "$want" ]; then
         show "${PYTHON:-python3.11}" -m venv "$venv"
         show "$py" -m pip install --require-hashes -r "$lock"
       fi
-    elif [ ! -x "$py" ] || [ "$(cat "$stamp" 2> /dev/null)" != "$want" ]; then
+    elif [ "$build" = 1 ] || [ ! -x "$py" ] || [ "$(cat "$stamp" 2> /dev/null)" != "$want" ]; then
       # Stock Ubuntu 22.04 and 24.04 have Python 3.10 and 3.12: the CPU image needs no host Python at all.
       instead="add --container to run in the CPU image (docker or podman; no host Python needed), or install Python 3.11 and set PYTHON=/path/to/python3.11"
       base="${PYTHON:-$(command -v python3.11 || command -v python3 || true)}"
@@ -273,7 +296,11 @@ if [ "$where" = native ]; then
       ver="$("$base" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2> /dev/null)" \
         || die "$base does not run; $instead"
       [ "$ver" = 3.11 ] || die "$base is Python $ver, and the lock pins wheels for Python 3.11; $instead"
+      build_plan native "$here" "$base"
       echo "reproduce.sh: making $venv from $lock (hash-checked; torch and mindspore are large)" >&2
+      t_build=$(date +%s)
+      free_before="$(free_kb "$here")"
+      rm -rf "$venv"   # a stale or half-made .venv is made again whole
       "$base" -m venv "$venv"
       # One retry per index: the lock names the PyTorch CPU index, which an air-gapped host cannot reach.
       # pip's own progress bars on a terminal (minutes of downloads); quiet in CI logs.
@@ -281,6 +308,11 @@ if [ "$where" = native ]; then
       PIP_RETRIES="${PIP_RETRIES:-1}" "$venv/bin/python" -m pip install "${quiet[@]}" --require-hashes -r "$lock" \
         || die "installing $lock into $venv failed (see pip's message above); fix the network or the lock and run again"
       echo "$want" > "$stamp"
+      built "$venv" $(($(date +%s) - t_build)) "$(($(du -sk "$venv" | cut -f1) * 1024))" "$here" "$free_before"
+    fi
+    if [ "$build" = 1 ]; then
+      [ "$dry" = 1 ] || next_after_build
+      exit 0
     fi
   else
     py="${PYTHON:-python3}"
@@ -335,6 +367,8 @@ if [ "$need_build" = 1 ] && [ "${base#*@sha256:}" = "$base" ]; then
 fi
 revision="$(git -C "$here" rev-parse HEAD 2> /dev/null || echo unknown)"
 build_cmd=("$engine" build -f "$dockerfile" -t "$image" --build-arg "REVISION=$revision")
+# BASE_IMAGE: another base than the Dockerfile's (a registry mirror's copy of it, or a local one)
+[ -z "${BASE_IMAGE:-}" ] || build_cmd+=(--build-arg "BASE_IMAGE=$BASE_IMAGE")
 [ "$platform" != ascend ] || build_cmd+=(--build-arg "ASCEND_CHIP=$chip")
 build_cmd+=("$here")
 
@@ -342,11 +376,20 @@ build_cmd+=("$here")
 shm="${SHM_SIZE:-16g}"
 [ "$platform" != cpu ] || shm="${SHM_SIZE:-2g}"
 common=(--rm --shm-size "$shm" -e "HARNESS_IMAGE=$image")
-if [ "$engine_name" = podman ]; then
+made=()   # host folders a mount needs, made before the run
+# The caller's uid and gid inside, so the results are the caller's: --user for every engine, and rootless podman
+# also maps them onto themselves with keep-id (rootful podman refuses it: "keep-id is only supported in rootless
+# mode"). keep-id alone keeps the image's USER (1000), which can write the caller's folders only when the caller
+# happens to be uid 1000.
+# SELinux labels off for podman, or an enforcing host denies the bind mounts (NVIDIA's podman example does the same).
+rootless=0
+if [ "$engine_name" = podman ] \
+   && [ "$("$engine" info --format '{{.Host.Security.Rootless}}' 2> /dev/null || echo true)" = true ]; then
+  rootless=1
   common+=(--userns=keep-id)
-else
-  common+=(--user "$(id -u):$(id -g)")
 fi
+common+=(--user "$(id -u):$(id -g)")
+[ "$engine_name" != podman ] || common+=(--security-opt=label=disable)
 for var in HARNESS_NNODES HARNESS_NODE_RANK HARNESS_MASTER_ADDR HARNESS_MASTER_PORT; do
   [ -z "${!var:-}" ] || common+=(-e "$var=${!var}")
 done
@@ -356,9 +399,9 @@ case "$platform" in
     # libraries and npu-smi (read-only); host network for HCCL across servers.
     for d in "${npus[@]}"; do common+=(--device "$d"); done
     # The driver's device files belong to the HwHiAiUser group; keep it for the non-root user: rootless
-    # podman passes the caller's own groups (keep-groups; a numeric group is not mapped in its user
-    # namespace), docker the group's numeric id.
-    if [ "$engine_name" = podman ]; then
+    # podman passes the caller's own groups (keep-groups, with the crun runtime as podman-run(1) says; a numeric
+    # group is not mapped in its user namespace), docker and rootful podman the group's numeric id.
+    if [ "$rootless" = 1 ]; then
       common+=(--group-add keep-groups)
     else
       hw_gid="$(getent group HwHiAiUser 2> /dev/null | cut -d: -f3 || true)"
@@ -373,21 +416,33 @@ case "$platform" in
              --network host) ;;
   cuda)
     if [ "$engine_name" = podman ]; then
-      # CDI (nvidia-ctk cdi generate); SELinux labels off, or the container may not open the device files
-      # (NVIDIA's podman example does the same).
-      common+=(--device nvidia.com/gpu=all --security-opt=label=disable)
+      # CDI (nvidia-ctk cdi generate)
+      common+=(--device nvidia.com/gpu=all)
     else
       common+=(--gpus all)
     fi
-    common+=(--network host) ;;
+    # The driver compiles PTX for a GPU a framework has no machine code for (MindSpore's kernels on an H100: see
+    # docs/platforms/cuda.md) on first use; its cache is kept on the host, so a second run does not pay it again.
+    jit_cache="${XDG_CACHE_HOME:-$HOME/.cache}/ms-pt-harness/cuda-jit"
+    made+=("$jit_cache")
+    common+=(--network host -v "$jit_cache:/cache/cuda-jit") ;;
 esac
 mounts=(-v "$out:/results")
-in_data=(--data-dir /data --download)
+in_data=(--data-dir /data)
+fetch_cmd=()
+only_args=()
+for ((i = 0; i < ${#run_args[@]}; i++)); do
+  [ "${run_args[$i]}" != --only ] || only_args=(--only "${run_args[$((i + 1))]}")
+done
 if [ "$synthetic" = all ]; then
   in_data=(--synthetic)
 else
-  mounts+=(-v "$data_dir:/data")
+  # The datasets are fetched and verified first, in a container of their own that may write the data folder;
+  # the run then reads them read-only.
+  mounts+=(-v "$data_dir:/data:ro")
   [ -z "$synthetic" ] || in_data+=(--synthetic "$synthetic")
+  fetch_cmd=("$engine" run "${common[@]}" -v "$data_dir:/data" "$image"
+             fetch --profile "$profile" "${only_args[@]}" "${in_data[@]}")
 fi
 run_cmd=("$engine" run "${common[@]}" "${mounts[@]}" -e "HARNESS_COMMAND=$HARNESS_COMMAND" "$image"
          run --platform "$platform" --profile "$profile" --out /results "${in_data[@]}" "${run_args[@]}")
@@ -396,19 +451,36 @@ report_cmd=("$engine" run "${common[@]}" -v "$out:/results" "$image" report /res
 if [ "$dry" = 1 ]; then
   [ "$platform" != ascend ] || echo "# ascend chip: $chip ($chip_why); base image: $base"
   [ "$need_build" = 0 ] || show "${build_cmd[@]}"
-  show mkdir -p "$out" "$data_dir"
+  [ "$build" = 0 ] || exit 0   # --build builds and stops
+  show mkdir -p "$out" "$data_dir" "${made[@]}"
+  [ ${#fetch_cmd[@]} -eq 0 ] || show "${fetch_cmd[@]}"
   show "${run_cmd[@]}"
   show "${report_cmd[@]}"
   exit 0
 fi
 
 if [ "$need_build" = 1 ]; then
+  store="$("$engine" info --format "$([ "$engine_name" = podman ] && echo '{{.Store.GraphRoot}}' || echo '{{.DockerRootDir}}')" 2> /dev/null || true)"
+  [ -d "$store" ] || store="$here"
+  build_plan container "$store"
   echo "reproduce.sh: building $image from ${dockerfile##*/}" >&2
+  t_build=$(date +%s)
+  free_before="$(free_kb "$store")"
   "${build_cmd[@]}" || die "building $image from ${dockerfile##*/} failed (see $engine_name's output above)"
+  built "$image" $(($(date +%s) - t_build)) "$("$engine" image inspect --format '{{.Size}}' "$image" 2> /dev/null || echo 0)" \
+    "$store" "$free_before"
+  if [ "$build" = 1 ]; then
+    next_after_build
+    exit 0
+  fi
 fi
-mkdir -p "$out"
-[ "$synthetic" = all ] || mkdir -p "$data_dir"
+mkdir -p "$out" "${made[@]}"
 status=0
+if [ ${#fetch_cmd[@]} -gt 0 ]; then
+  mkdir -p "$data_dir"
+  "${fetch_cmd[@]}" || status=$?
+  [ "$status" -eq 0 ] || exit 2  # the harness said which dataset and why in one line
+fi
 "${run_cmd[@]}" || status=$?
 if [ "$status" -eq 2 ]; then
   exit 2  # the harness refused its input and said why in one line

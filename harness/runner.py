@@ -100,8 +100,8 @@ def run(matrix: Matrix, profile: str, platform: str, out: Path, *, only: str | N
     if any(c.kind == "operator" for c in cells):
         operators.cpu_cores(platform, "operator")  # a bad HARNESS_OPERATOR_CORES refuses the run before it starts
     store = RunStore(out)
-    fake = _synthetic_datasets(cells, synthetic)
-    folders = _prepare_data([c for c in cells if c.dataset not in fake], data_dir, allow_download)
+    fake = synthetic_datasets(cells, synthetic)
+    folders = prepare_data([c for c in cells if c.dataset not in fake], data_dir, allow_download)
     # After every input check: a refused run leaves no stray folder.
     meta = _claim(store, matrix, profile, platform, synthetic, resume, shard, node)
     env = envinfo.capture() | {"run_started_at": _now(), "run_finished_at": None}
@@ -383,7 +383,7 @@ def check_out(out: Path) -> None:
         raise HarnessError(f"--out {out} cannot be created: {parent} is not writable; choose a folder you can write")
 
 
-def _synthetic_datasets(cells: list[Cell], synthetic: str | None) -> set[str]:
+def synthetic_datasets(cells: list[Cell], synthetic: str | None) -> set[str]:
     """--synthetic alone means every dataset; --synthetic cifar10,multi30k names some."""
     used = {c.dataset for c in cells if c.dataset}
     if not synthetic:
@@ -400,6 +400,8 @@ def _claim(store: RunStore, matrix: Matrix, profile: str, platform: str, synthet
            resume: bool, shard: str | None = None, node: launch.Nodes | None = None) -> dict:
     """Create the run folder, or check that --resume continues a run of the same kind."""
     node = node or launch.Nodes()
+    if store.root.is_dir():
+        store.hold()   # a second runner on this folder is refused here, before anything is read or written
     if store.is_run():
         meta = store.read_meta()
         if not resume:
@@ -412,13 +414,14 @@ def _claim(store: RunStore, matrix: Matrix, profile: str, platform: str, synthet
         store.results()  # every result readable by this harness (a newer schema is refused) before anything runs
         eventlog.require_mllog_folder(store.root, meta, "--resume would mix two event-log formats in one run")
         return meta
-    if store.root.exists() and any(store.root.iterdir()):
+    if store.root.exists() and any(p.name != store.LOCK for p in store.root.iterdir()):
         raise HarnessError(f"{store.root} exists and is not empty; choose a new --out folder")
     try:
         store.root.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise HarnessError(f"--out {store.root} cannot be created ({e.strerror}); "
                            f"choose a folder you can write") from None
+    store.hold()
     meta = {"schema": SCHEMA, "platform": platform, "profile": profile, "synthetic": synthetic, "shard": shard,
             "nodes": node.count, "node_rank": node.rank,
             "matrix": str(matrix.path), "matrix_sha256": hashlib.sha256(matrix.path.read_bytes()).hexdigest(),
@@ -427,7 +430,7 @@ def _claim(store: RunStore, matrix: Matrix, profile: str, platform: str, synthet
     return meta
 
 
-def _prepare_data(cells: list[Cell], data_dir: Path, allow_download: bool) -> dict[str, str]:
+def prepare_data(cells: list[Cell], data_dir: Path, allow_download: bool) -> dict[str, str]:
     names = sorted({c.dataset for c in cells if c.dataset})
     return {n: str(datasets.prepare(n, data_dir, allow_download).resolve()) for n in names}
 

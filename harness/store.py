@@ -16,10 +16,13 @@ a re-run first moves the earlier result aside (r<k>.prev<n>.json).
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import re
+import socket
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -82,9 +85,36 @@ def check_schema(path: Path, obj: dict[str, Any]) -> None:
 
 
 class RunStore:
+    LOCK = ".lock"   # held (flock) by the one runner writing this folder; its text says which
+
     def __init__(self, root: str | Path):
         self.root = Path(root)
         self.cells = self.root / "cells"
+        self._held: int | None = None
+
+    def hold(self) -> None:
+        """Take the run folder for this process: an exclusive flock on DIR/.lock, released when the process ends
+        (the descriptor is not inherited by the cells). A second runner on the same folder, on this host or in a
+        container with the folder mounted, is refused in one line before it reads or writes anything."""
+        if self._held is not None:
+            return
+        path = self.root / self.LOCK
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except OSError as e:
+            raise HarnessError(f"{self.root} cannot be taken for this run ({path.name}: {e.strerror}); make the folder "
+                               f"writable, or choose another --out") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            holder = os.pread(fd, 200, 0).decode(errors="replace").strip() or "another process"
+            os.close(fd)
+            raise HarnessError(f"{self.root} is in use by another run ({holder}); wait for it to end, or choose "
+                               f"another --out") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()} since "
+                      f"{time.strftime('%Y-%m-%d %H:%M:%S %Z')}\n".encode(), 0)
+        self._held = fd
 
     # -- run-level files ---------------------------------------------------------------------
     def is_run(self) -> bool:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.preflight import FAIL, NOTE, PASS, SKIP, checks_cuda, data, minitoml, parse, step, versions
+from harness.preflight import FAIL, NEXT, NOTE, PASS, SKIP, checks_cuda, data, minitoml, parse, render, step, versions
 from harness.preflight import __main__ as pf
 from harness.preflight.host import Host, Output
 from tests.conftest import REPO
@@ -150,7 +150,7 @@ def test_old_docker_without_buildkit_fails_only_when_it_must_build():
     h.facts["env"] = {"DOCKER_BUILDKIT": "1"}
     assert check(h, "image build").verdict == PASS
     row = check(h, "image (")
-    assert row.verdict == NOTE and "./reproduce.sh cuda builds" in row.note
+    assert row.verdict == NEXT and "next: ./reproduce.sh cuda --build builds" in row.note
     assert check(h, "training step: PyTorch").verdict == PASS  # recorded; a live run would not reach it
 
 
@@ -161,13 +161,23 @@ def test_podman_without_a_cdi_spec_says_how_to_generate_it():
     assert row.verdict == FAIL and "sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml" in row.fix
 
 
-def test_missing_image_is_not_run_and_says_build_it():
+def test_missing_image_is_the_next_step_not_a_failure(capsys):
+    """A fresh GPU host has no image yet: the check passes what it can, says to build, and exits 0."""
     h = host("v100-r535")
     del h.outputs["image-inspect"], h.outputs["step-pytorch"], h.outputs["step-mindspore"]
     assert pf._why_no_step(h, CUDA) == "image ms-pt-harness:cuda not built"
     h.facts["step_not_run"] = dict.fromkeys(step.FRAMEWORKS, pf._why_no_step(h, CUDA))
-    row = check(h, "training step: MindSpore")
-    assert row.verdict == FAIL and "./reproduce.sh cuda --build" in row.fix
+    rows = pf.evaluate(h, CUDA, STACKS, HOSTDATA)
+    assert {r.check: r.verdict for r in rows}["training step: MindSpore"] == NEXT
+    assert all(r.ok() for r in rows)
+    line = render.next_step(rows, "./reproduce.sh cuda", "accelerator")
+    assert line == ("ready to build: next, ./reproduce.sh cuda --build (it builds and stops), then ./reproduce.sh "
+                    "cuda --check again to run the training steps")
+    h.outputs["image-inspect"] = Output(0, "[]")
+    h.facts["step_not_run"] = {}
+    h.outputs["step-pytorch"] = h.outputs["step-mindspore"] = Output(1, "RuntimeError: CUDA error")
+    rows = pf.evaluate(h, CUDA, STACKS, HOSTDATA)
+    assert not render.next_step(rows, "./reproduce.sh cuda", "accelerator")  # a failure: its own line says what to do
 
 
 def test_too_little_disk_for_the_cuda_build_fails_with_the_measured_peak():

@@ -23,7 +23,7 @@ def _path_without_engines(tmp_path: Path) -> str:
     bin_dir = tmp_path / "sysbin"
     bin_dir.mkdir(exist_ok=True)
     for tool in ("bash", "sed", "grep", "git", "date", "id", "sha256sum", "cut", "head", "basename", "dirname",
-                 "mkdir", "cat", "uname", "printf"):
+                 "mkdir", "cat", "uname", "printf", "awk", "df", "du"):
         found = shutil.which(tool)
         if found and not (bin_dir / tool).exists():
             (bin_dir / tool).symlink_to(found)
@@ -31,9 +31,10 @@ def _path_without_engines(tmp_path: Path) -> str:
 
 
 def fake_engine(tmp_path: Path, name: str = "docker", *, answers: bool = True, has_image: bool = True,
-                build_ok: bool = True, report_error: str | None = None) -> Path:
+                build_ok: bool = True, report_error: str | None = None, rootless: bool = True) -> Path:
     """A docker/podman stand-in that logs its arguments (tab-separated, one call a line) to calls.log; with
-    report_error, the harness's `report` inside it prints that line and exits 2, as the harness does."""
+    report_error, the harness's `report` inside it prints that line and exits 2, as the harness does. Asked
+    `info --format {{.Host.Security.Rootless}}` (podman), it says `rootless`."""
     bin_dir = tmp_path / "fakebin"
     bin_dir.mkdir(exist_ok=True)
     log = tmp_path / "calls.log"
@@ -42,7 +43,7 @@ def fake_engine(tmp_path: Path, name: str = "docker", *, answers: bool = True, h
     script = f"""#!/usr/bin/env bash
 {{ printf '%s\t' "$@"; printf '\n'; }} >> {log}
 case "$1" in
-  info) exit {0 if answers else 1} ;;
+  info) case "$*" in *Rootless*) echo {str(rootless).lower()} ;; esac; exit {0 if answers else 1} ;;
   image) exit {0 if has_image else 1} ;;
   build) echo "STEP 1/9: FROM base" >&2; exit {0 if build_ok else 1} ;;
   run) {on_report} exit 0 ;;
@@ -154,6 +155,9 @@ def test_cuda_dry_run_podman_uses_cdi_and_keeps_the_users_id(tmp_path):
     run_line = next(line for line in proc.stdout.splitlines() if "--platform cuda" in line)
     assert run_line.startswith("podman run ")
     assert "--device nvidia.com/gpu=all" in run_line and "--userns=keep-id" in run_line
+    # keep-id alone runs the image's USER (1000): the caller's own ids, or a caller other than uid 1000 cannot write
+    # the run folder (seen under rootless podman 4.3)
+    assert f"--user {os.getuid()}:{os.getgid()}" in run_line
     assert "--gpus" not in run_line
 
 
@@ -221,10 +225,10 @@ def test_container_run_then_report_with_mounts(tmp_path):
                path=f"{bin_dir}:{_path_without_engines(tmp_path)}")
     assert proc.returncode == 0, proc.stderr
     runs = [c for c in calls(tmp_path) if c[0] == "run"]
-    assert len(runs) == 2
-    harness_run, report = runs
+    assert len(runs) == 3
+    _fetch, harness_run, report = runs
     assert harness_run[harness_run.index("example/harness:1") + 1:][:3] == ["run", "--platform", "cpu"]
-    assert f"{out}:/results" in harness_run and f"{data}:/data" in harness_run
+    assert f"{out}:/results" in harness_run and f"{data}:/data:ro" in harness_run
     assert report[-3:] == ["example/harness:1", "report", "/results"]
     assert f"report: {out}/report/report.html" in proc.stdout
     assert out.is_dir() and data.is_dir()
@@ -375,3 +379,87 @@ def test_a_host_without_python_3_11_is_pointed_at_container(tmp_path, host, pyth
     assert line == (f"reproduce.sh: {said.format(py=fake)}; add --container to run in the CPU image (docker or "
                     f"podman; no host Python needed), or install Python 3.11 and set PYTHON=/path/to/python3.11")
     assert not (clone / ".venv").exists()
+
+
+def test_rootful_podman_passes_the_callers_ids_not_keep_id(tmp_path):
+    """Rootful podman refuses keep-id ("keep-id is only supported in rootless mode", podman 4.3): the caller's ids go
+    with --user, as with docker; SELinux labels are off for every podman run."""
+    bin_dir = fake_engine(tmp_path, "podman", rootless=False)
+    proc = run(tmp_path, "cpu", "--container", "--dry-run", "--out", tmp_path / "o",
+               path=f"{bin_dir}:{_path_without_engines(tmp_path)}")
+    assert proc.returncode == 0, proc.stderr
+    run_line = next(line for line in proc.stdout.splitlines() if "--platform cpu" in line)
+    assert f"--user {os.getuid()}:{os.getgid()}" in run_line and "keep-id" not in run_line
+    assert "--security-opt=label=disable" in run_line
+
+
+def test_container_data_is_fetched_first_then_mounted_read_only(tmp_path):
+    bin_dir = fake_engine(tmp_path, "docker")
+    out, data = tmp_path / "o", tmp_path / "d"
+    proc = run(tmp_path, "cpu", "--container", "--image", "example/harness:1", "--out", out, "--data-dir", data,
+               "--only", "model/gcn/*", path=f"{bin_dir}:{_path_without_engines(tmp_path)}")
+    assert proc.returncode == 0, proc.stderr
+    fetch, harness_run, _ = [c for c in calls(tmp_path) if c[0] == "run"]
+    assert fetch[fetch.index("example/harness:1") + 1:] == ["fetch", "--profile", "quick", "--only", "model/gcn/*",
+                                                             "--data-dir", "/data"]
+    assert f"{data}:/data" in fetch and f"{data}:/data:ro" in harness_run
+    assert "--download" not in harness_run
+
+
+def test_build_builds_the_image_and_stops_with_the_next_step(tmp_path):
+    bin_dir = fake_engine(tmp_path, "docker", has_image=False)
+    proc = run(tmp_path, "cpu", "--container", "--build", "--out", tmp_path / "o",
+               path=f"{bin_dir}:{_path_with_python(tmp_path)}")
+    assert proc.returncode == 0, proc.stderr
+    assert [c[0] for c in calls(tmp_path) if c[0] in ("build", "run")] == ["build"]
+    err = proc.stderr
+    assert "reproduce.sh: --build makes the image of Dockerfile.cpu: downloads " in err  # said before it starts
+    assert "reproduce.sh: built ms-pt-harness:cpu in 0 min " in err  # measured after
+    assert err.strip().splitlines()[-1] == ("reproduce.sh: next: ./reproduce.sh cpu --container --check (the training "
+                                            "steps, seconds), then ./reproduce.sh cpu --container to run the quick "
+                                            "profile")
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("platform", ["cuda", "ascend"])
+def test_build_needs_no_device(tmp_path, platform):
+    """A GPU or NPU host's image can be built before the device is there (or while it is busy)."""
+    bin_dir = fake_engine(tmp_path, "docker", has_image=False)
+    proc = run(tmp_path, platform, "--build", "--out", tmp_path / "o", path=f"{bin_dir}:{_path_with_python(tmp_path)}",
+               env={"ASCEND_CHIP": "910b"})
+    if platform == "ascend" and "LOCK-INCOMPLETE" in (REPO / "requirements" / "ascend.txt").read_text():
+        assert "requirements/ascend.txt is incomplete" in one_line_error(proc)
+        return
+    assert proc.returncode == 0, proc.stderr
+    assert [c[0] for c in calls(tmp_path) if c[0] in ("build", "run")] == ["build"]
+
+
+def test_build_dry_run_prints_the_build_alone(tmp_path):
+    bin_dir = fake_engine(tmp_path, "docker")
+    proc = run(tmp_path, "cpu", "--container", "--build", "--dry-run", "--out", tmp_path / "o",
+               path=f"{bin_dir}:{_path_without_engines(tmp_path)}")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("docker build -f ")
+    native = run(tmp_path, "cpu", "--build", "--dry-run", "--out", tmp_path / "o")
+    assert native.returncode == 0, native.stderr
+    assert " -m venv " in native.stdout and "pip install" in native.stdout and "harness run" not in native.stdout
+
+
+def test_check_on_a_fresh_clone_is_ready_to_build(tmp_path):
+    """No .venv yet is where a fresh host stands, not a failure: --check exits 0 and names the next step."""
+    clone = tmp_path / "clone"
+    shutil.copytree(REPO / "harness" / "preflight", clone / "harness" / "preflight")
+    (clone / "harness" / "__init__.py").touch()
+    shutil.copy(SCRIPT, clone / "reproduce.sh")
+    (clone / "requirements").mkdir()
+    shutil.copy(REPO / "requirements" / "cpu.txt", clone / "requirements" / "cpu.txt")
+    proc = subprocess.run(["bash", str(clone / "reproduce.sh"), "cpu", "--check"], capture_output=True, text=True,
+                          timeout=60, cwd=tmp_path, env={**os.environ, "PATH": _path_with_python(tmp_path)})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = {line.split("  ")[0]: line for line in proc.stdout.splitlines()}
+    assert rows[".venv"].rstrip().endswith("not built")
+    assert rows["training step: PyTorch"].rstrip().endswith("not built")
+    assert proc.stdout.strip().splitlines()[-1] == (
+        "ready to build: next, ./reproduce.sh cpu --build (it builds and stops), then ./reproduce.sh cpu --check "
+        "again to run the training steps")

@@ -2,8 +2,9 @@
 # Debian packages the test suite needs beyond Python: Debian's python3.11 with its venv module (tox's `test`
 # environment runs the suite under /usr/bin/python3.11, the Python the CPU and CUDA images ship), pdflatex
 # (report.tex must compile), Chromium (report.html must load without console errors), buildah and debootstrap (the
-# CPU image is built and run), jemalloc and tcmalloc (preloaded for real by the allocator tests). Installs what is
-# missing when run as root with apt-get (CI, a fresh Debian/Ubuntu box); otherwise says what to install.
+# CPU image is built and run), podman and docker (the images run through reproduce.sh), jemalloc and tcmalloc
+# (preloaded for real by the allocator tests). Installs what is missing when run as root with apt-get (CI, a fresh
+# Debian/Ubuntu box); otherwise says what to install.
 set -euo pipefail
 
 need=()
@@ -12,6 +13,13 @@ command -v pdflatex >/dev/null || need+=(texlive-latex-base texlive-latex-recomm
 command -v chromium >/dev/null || need+=(chromium)
 command -v buildah >/dev/null || need+=(buildah)
 command -v debootstrap >/dev/null || need+=(debootstrap)
+# podman (with runc, and uidmap for a rootless user) and docker's engine: tools/check_engines.sh runs the images
+# through reproduce.sh under both, as a reviewer's user. docker.io only where no dockerd is there (a host with
+# Docker's own docker-ce keeps it).
+command -v podman >/dev/null || need+=(podman)
+command -v runc >/dev/null || need+=(runc)
+command -v newuidmap >/dev/null || need+=(uidmap)
+command -v dockerd >/dev/null || need+=(docker.io)
 # jemalloc and tcmalloc: the allocator tests preload them for real (harness/allocator.py), and the native cells of
 # tools/check_main.sh get PyTorch's choice, as the images do.
 [ -e "/usr/lib/$(uname -m)-linux-gnu/libjemalloc.so.2" ] || need+=(libjemalloc2)

@@ -25,12 +25,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 PASS, NOTE, FAIL, SKIP = "pass", "pass (note)", "FAIL", "skipped"
+# What the next step (`./reproduce.sh PLATFORM --build`) makes: not there yet on a fresh host, and no failure. The
+# check exits 0 when the host is ready for that step; after the build the same check runs the training steps.
+NEXT = "not built"
 
 
 @dataclass
 class Row:
     """One line of the table. `fix` (for FAIL) says what to do; `note` (for NOTE) what to keep in mind; a SKIP
-    row could not be checked because of a failure above it and needs no line of its own. `last`: print this
+    row could not be checked because of a failure above it and needs no line of its own; a NEXT row is what
+    `--build` makes (a .venv, an image), with the training steps that need it. `last`: print this
     failure's line after all others (the line that says there is no device). `cite`: the sources printed
     under the table."""
 
@@ -44,4 +48,4 @@ class Row:
     cite: list = field(default_factory=list)  # names of [sources.*] in the data files behind `needed`
 
     def ok(self) -> bool:
-        return self.verdict in (PASS, NOTE)
+        return self.verdict in (PASS, NOTE, NEXT)

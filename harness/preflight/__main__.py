@@ -1,6 +1,7 @@
 """`python3 -m harness.preflight cpu|cuda|ascend [--image REF] [--container|--native]`: the preflight
 (`./reproduce.sh PLATFORM --check` calls it). Prints the table to stdout and one line per failure to stderr;
-exit 0 when every row passes, 2 otherwise (a data file it cannot read: one `error:` line, exit 2).
+exit 0 when every row passes or waits for `--build` (the line after the table says what to run next), 2 otherwise
+(a data file it cannot read: one `error:` line, exit 2).
 
 --host-dir DIR evaluates a recorded host (tests/fixtures/preflight/<host>/) instead of probing this one.
 """
@@ -104,6 +105,13 @@ def main(argv: list[str] | None = None) -> int:
     extra = render.notes(rows, sources)
     if extra:
         print("\n" + extra)
+    command = " ".join([f"./reproduce.sh {host.platform}"]
+                       + (["--container"] if host.platform == "cpu" and f.get("mode") == "container" else [])
+                       + (["--native"] if host.platform != "cpu" and f.get("mode") == "native" else [])
+                       + ([f"--image {args.image}"] if args.image else []))
+    nxt = render.next_step(rows, command, "quick" if host.platform == "cpu" else "accelerator")
+    if nxt:
+        print("\n" + nxt)
     lines = render.failures(rows, args.prog)
     sys.stdout.flush()
     for line in lines:

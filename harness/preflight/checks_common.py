@@ -9,10 +9,11 @@ import os
 import shlex
 from typing import Any
 
-from harness.preflight import FAIL, NOTE, PASS, SKIP, Row, parse, step
+from harness.preflight import FAIL, NEXT, NOTE, PASS, SKIP, Row, parse, step
 from harness.preflight.host import Host
 
 STEP_LABEL = {"pytorch": "PyTorch", "mindspore": "MindSpore"}
+NOT_BUILT = ("no .venv yet",)   # a training step not run for one of these waits for --build (the image's: "image ...")
 DEVICE = {"cpu": "CPU", "cuda": "GPU", "ascend": "NPU"}
 
 
@@ -31,10 +32,10 @@ def python_rows(host: Host, hostdata: dict[str, Any]) -> list[Row]:
                             "(hash-checked, about 4 GB from the PyTorch CPU index and PyPI); this check ran the one "
                             "there now"))
     else:
-        out.append(Row(".venv", "none yet", "a .venv from the lock (reproduce.sh makes it)", FAIL,
-                       fix="there is no .venv yet: ./reproduce.sh cpu makes it from requirements/cpu.txt first "
-                           "(about 4 GB from the network; ./reproduce.sh cpu --dry-run prints the commands), then run "
-                           "--check again"))
+        out.append(Row(".venv", "not built yet", "a .venv from the lock (reproduce.sh makes it)", NEXT,
+                       note="next: ./reproduce.sh cpu --build makes it from requirements/cpu.txt (hash-checked, "
+                            "from the network; it prints the size and time first), then --check again runs the "
+                            "training steps"))
     base = host.facts.get("base_python")
     got = host.out("python-version").text.strip() if host.out("python-version").ok else ""
     found = f"{base}: Python {got}" if base and got else f"{base}: does not run" if base else "no python3.11/python3"
@@ -146,8 +147,10 @@ def image_row(host: Host, platform: str) -> Row:
                        "--image REF")
     base_state = "present" if host.out("base-inspect").ok else "pulled from its registry (network)"
     wheels = f"wheelhouse/{platform} ({n} wheels, offline)" if n else "the indexes the lock names (network)"
-    return Row(check, f"{image} not built; base {base}: {base_state}; wheels from {wheels}", needed, NOTE,
-               note=f"./reproduce.sh {platform} builds {image} before its first run (--build forces it)")
+    return Row(check, f"{image} not built yet; base {base}: {base_state}; wheels from {wheels}", needed, NEXT,
+               note=f"next: ./reproduce.sh {platform}{' --container' if platform == 'cpu' else ''} --build builds "
+                    f"{image} and stops (it prints the download, disk and time first), then --check again runs the "
+                    "training steps in it")
 
 
 def step_rows(host: Host, platform: str) -> list[Row]:
@@ -159,10 +162,9 @@ def step_rows(host: Host, platform: str) -> list[Row]:
         res = host.out(f"step-{fw}")
         why = host.facts.get("step_not_run", {}).get(fw)
         if res.rc is None and why:
-            verdict = FAIL if why.startswith("image") else SKIP
-            fix = (f"{why}: build it (./reproduce.sh {platform} --build), then run --check again" if verdict == FAIL
-                   else "")
-            out.append(Row(check, f"not run: {why}", needed, verdict, fix=fix))
+            # What --build makes is not there yet: the step runs after it (the check's next line says so).
+            verdict = NEXT if why in NOT_BUILT or why.startswith("image") else SKIP
+            out.append(Row(check, f"not run: {why}", needed, verdict))
             continue
         summary = step.summary(res.text)
         short = summary if len(summary) <= 200 else summary[:197] + "..."

@@ -108,6 +108,8 @@ def host(folder: Path = HERE) -> dict[str, Any]:
         disk = d.get("disk", {}).get(platform, {})
         _need(disk, {"build_gb": (int, float), "build_basis": str, "run_gb": (int, float)},
               f"{where} [disk.{platform}]")
+    for key in ("cpu-native", "cpu", "cuda", "ascend"):
+        _need(d.get("build", {}).get(key, {}), {"download": str, "time": str}, f"{where} [build.{key}]")
     _need(d.get("docker", {}), {"buildkit_default_from": str, "install": str, "buildkit_fix": str},
           f"{where} [docker]")
     _need(d.get("nvidia_container_toolkit", {}), {"cdi_specs": list, "docker_fix": str, "podman_fix": str},

@@ -17,6 +17,7 @@ import hashlib
 import json
 import os
 import platform as platform_mod
+import re
 import shutil
 import subprocess
 from dataclasses import dataclass, field
@@ -217,6 +218,8 @@ def collect(platform: str, *, mode: str, image: str | None = None, env: dict[str
         if engine and os.path.basename(engine) == "podman":
             h.outputs["podman-version"] = run([engine, "version"])
             root = parse.podman_graph_root(info.text)
+            # `podman info`'s host.security.rootless: rootful podman takes --user, as reproduce.sh passes it
+            f["rootless"] = re.search(r"^\s*rootless:\s*false\s*$", info.text, re.M) is None
         elif engine:
             h.outputs["buildx"] = run([engine, "buildx", "version"])
             root = parse.docker_info(info.text)["root_dir"]

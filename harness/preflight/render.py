@@ -7,7 +7,7 @@ from __future__ import annotations
 import textwrap
 from typing import Any
 
-from harness.preflight import FAIL, Row
+from harness.preflight import FAIL, NEXT, Row
 
 WIDTHS = (30, 52, 52, 11)  # check, found, needed, verdict
 HEADER = ("check", "found", "needed", "verdict")
@@ -42,3 +42,13 @@ def failures(rows: list[Row], prog: str) -> list[str]:
     bad = [r for r in rows if r.verdict == FAIL]
     bad.sort(key=lambda r: r.last)
     return [f"{prog}: {r.fix or r.check + ': ' + r.found}" for r in bad]
+
+
+def next_step(rows: list[Row], command: str, profile: str) -> str:
+    """The line after the table when nothing failed: build next (what `--build` makes is not there yet), or run."""
+    if any(r.verdict == FAIL for r in rows):
+        return ""
+    if any(r.verdict == NEXT for r in rows):
+        return (f"ready to build: next, {command} --build (it builds and stops), then {command} --check again to "
+                f"run the training steps")
+    return f"ready: next, {command} (the {profile} profile; --dry-run prints what it runs)"

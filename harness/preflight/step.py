@@ -101,16 +101,19 @@ def container_flags(platform: str, engine: str, facts: dict) -> list[str]:
     """The device and user flags reproduce.sh gives `ENGINE run` for this platform (its `common` array, less the
     run's mounts), so the step meets the devices as the cells will."""
     podman = os.path.basename(engine) == "podman"
+    rootless = podman and facts.get("rootless", True)   # rootful podman refuses keep-id and keep-groups
     user = facts.get("user", {})
     uid_gid = f"{user.get('uid', os.getuid())}:{user.get('gid', os.getgid())}"
-    flags = ["--userns=keep-id"] if podman else ["--user", uid_gid]
+    flags = (["--userns=keep-id"] if rootless else []) + ["--user", uid_gid]
+    if podman:
+        flags += ["--security-opt=label=disable"]
     if platform == "cuda":
-        flags += ["--device", "nvidia.com/gpu=all", "--security-opt=label=disable"] if podman else ["--gpus", "all"]
+        flags += ["--device", "nvidia.com/gpu=all"] if podman else ["--gpus", "all"]
     elif platform == "ascend":
         for dev, state in facts.get("ascend_devices", {}).items():
             if re.match(r"^/dev/davinci\d+$", dev) and state.get("exists"):
                 flags += ["--device", dev]
-        if podman:
+        if rootless:
             flags += ["--group-add", "keep-groups"]
         elif user.get("hw_gid") is not None:
             flags += ["--group-add", str(user["hw_gid"])]
