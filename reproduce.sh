@@ -9,7 +9,8 @@
 # least one framework, torch (+ torch_npu) or mindspore; the cells of one it lacks are recorded as skipped,
 # and the script says which). --dry-run prints every command and runs none. --check runs the preflight
 # (harness/preflight): one table of what this host has against what the platform needs, ending with one
-# training step per framework on the device; exit 0 only when every row passes. See ARTIFACT.md.
+# training step per framework on the device; exit 0 when every row passes or waits for --build, which builds
+# (.venv or the image) and stops. See ARTIFACT.md.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -19,6 +20,10 @@ usage() {
 usage: ./reproduce.sh cpu|cuda|ascend [--quick|--accelerator|--target|--full|--companion|--profile NAME] [--image REF] [--build] [--container|--native]
                       [--data-dir DIR] [--out DIR] [--resume] [--synthetic [DATASETS]] [--only GLOB[,GLOB]] [--repeats N] [--max-repeats M] [--dry-run]
        ./reproduce.sh cpu|cuda|ascend --check [--image REF] [--container|--native]
+       ./reproduce.sh cpu|cuda|ascend --build [--image REF] [--container]
+
+  On a fresh host: --check (exit 0: ready; it prints the next step), --build, --check again (now with the
+  training steps), then the run.
 
   cpu|cuda|ascend  the platform to measure (required)
   --quick          the kick-the-tires profile (the default on cpu); on a GPU or NPU a smoke test
@@ -29,7 +34,10 @@ usage: ./reproduce.sh cpu|cuda|ascend [--quick|--accelerator|--target|--full|--c
   --full           the paper's scale;  --companion: the companion studies at their scale
   --profile NAME   any profile of harness/matrix.toml (python -m harness list --profile NAME)
   --image REF      the container image to run (default: ms-pt-harness:PLATFORM, built when missing)
-  --build          build the image from Dockerfile.PLATFORM first, even if it exists
+  --build          build what the run needs and stop: .venv on cpu (natively), else the image of
+                   Dockerfile.PLATFORM (even if it exists); the download, disk and time are printed
+                   before it starts and what it took after. Without it, a missing .venv or image is
+                   made before the run
   --container      cpu only: run in the CPU image instead of .venv (cuda and ascend always use an image)
   --native         cuda/ascend: no container, run with $PYTHON (default python3); the cells of a
                    framework it lacks are left out (recorded as skipped)
@@ -48,7 +56,8 @@ usage: ./reproduce.sh cpu|cuda|ascend [--quick|--accelerator|--target|--full|--c
   --dry-run        print the commands (build, run, report) without running them
   --check          preflight, seconds to a minute: driver, device, container engine and toolkit, disk, image
                    against what the platform needs, then one training step per framework on the device; one
-                   table, then one line per failure saying what to do; exit 0 only when every row passes
+                   table, then the next step, or one line per failure saying what to do; exit 0 when every
+                   row passes or waits for --build (a fresh host: no .venv or image yet)
 
 environment: CONTAINER_ENGINE (docker or podman; default: the first that answers), SHM_SIZE (default
 16g for cuda/ascend, 2g for cpu), HARNESS_NNODES/NODE_RANK/MASTER_ADDR/MASTER_PORT (several hosts).
@@ -239,6 +248,8 @@ if [ "$synthetic" = all ]; then data_args=(--synthetic); elif [ -n "$synthetic" 
 report_native() {
   local py="$1" status=0
   cd "$here"
+  # A host whose allocators differ from the expected results' (no tcmalloc, say): one line before the run.
+  [ "$platform" != cpu ] || "$py" -m harness.preflight.checks_allocator >&2 2> /dev/null || true
   "$py" -m harness run --platform "$platform" --profile "$profile" --out "$out" "${data_args[@]}" "${run_args[@]}" \
     || status=$?
   if [ "$status" -eq 2 ]; then
@@ -302,6 +313,16 @@ if [ "$where" = native ]; then
       free_before="$(free_kb "$here")"
       rm -rf "$venv"   # a stale or half-made .venv is made again whole
       "$base" -m venv "$venv"
+      # The allocators the expected results were measured with (harness/allocator.py preloads them when present):
+      # installed here where this may (root, apt-get); otherwise the line before the run says what differs.
+      if [ "$(id -u)" = 0 ] && command -v apt-get > /dev/null; then
+        libs="$(ls /usr/lib/"$(uname -m)"-linux-gnu/libtcmalloc_minimal.so.4 /usr/lib/"$(uname -m)"-linux-gnu/libjemalloc.so.2 2> /dev/null | wc -l)"
+        if [ "$libs" != 2 ]; then
+          echo "reproduce.sh: apt-get install libtcmalloc-minimal4 libjemalloc2 (the allocators of the expected results)" >&2
+          DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends libtcmalloc-minimal4 libjemalloc2 \
+            > /dev/null 2>&1 || echo "reproduce.sh: apt-get could not install them; the run goes on without" >&2
+        fi
+      fi
       # One retry per index: the lock names the PyTorch CPU index, which an air-gapped host cannot reach.
       # pip's own progress bars on a terminal (minutes of downloads); quiet in CI logs.
       quiet=(--quiet); [ -t 2 ] && quiet=(--progress-bar on)

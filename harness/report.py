@@ -21,7 +21,7 @@ from typing import Any
 
 import jinja2
 
-from harness import arith, cellid, companion, explain, faults, figures, measure, platforms
+from harness import arith, cellid, companion, configdiff, explain, faults, figures, measure, platforms
 from harness import claims as claim_rules
 from harness.errors import HarnessError
 from harness.store import RunStore, write_atomic
@@ -81,12 +81,14 @@ def _host_labels(runs: list[tuple[Path, dict, dict]]) -> list[str]:
     file's hash (its first 8 digits) where one platform and profile ran two matrix files. Folders of one label merge."""
     hosts_per_platform: dict[str, set] = {}
     matrices: dict[tuple, set] = {}
+    allocs: dict[tuple, set] = {}
     for _, meta, env in runs:
         platform, profile, matrix = _experiment(meta)
         # Shards (run --shard K/N) of one profile are one measurement spread over hosts: they merge.
         host = "shards" if meta.get("shard") else env.get("hostname")
         hosts_per_platform.setdefault(platform, set()).add(host)
         matrices.setdefault((platform, profile), set()).add(matrix)
+        allocs.setdefault((platform, profile), set()).add(configdiff.allocator_signature(env))
     profiles = {_experiment(meta)[1] for _, meta, _ in runs}
     labels = []
     for _, meta, env in runs:
@@ -94,6 +96,10 @@ def _host_labels(runs: list[tuple[Path, dict, dict]]) -> list[str]:
         beside = [f"{env.get('hostname')}"] if len(hosts_per_platform[platform]) > 1 else []
         beside += [f"{profile}"] if len(profiles) > 1 else []
         beside += [f"matrix {(matrix or 'not recorded')[:8]}"] if len(matrices[platform, profile]) > 1 else []
+        # Runs whose cells got different allocators are two configurations, never repeats of one (a host without
+        # tcmalloc against one with it): labelled apart, like profiles.
+        beside += [f"allocators: {configdiff.allocator_signature(env) or 'not recorded'}"] \
+            if len(allocs[platform, profile]) > 1 else []
         labels.append(f"{platform} ({', '.join(beside)})" if beside else platform)
     return labels
 
@@ -239,7 +245,9 @@ def collect(runs: list[Path]) -> dict[str, Any]:
                                                                             platform=h["meta"].get("platform"))
                                for h in hosts},
             "synthetic": any(r["synthetic"] for r in rows), "profiles": profiles, "paper_env": PAPER_ENV,
-            "env_rows": environment_rows(hosts), "version_note": version_note(hosts), "at_best": at_best(hosts)}
+            "env_rows": environment_rows(hosts), "version_note": version_note(hosts), "at_best": at_best(hosts),
+            # The banner at the top: where a run's configuration differs from its expected results' (configdiff)
+            "config_diff": {h["label"]: d for h in hosts if (d := configdiff.differences(h["meta"], h["env"]))}}
 
 
 def _efficiency_from_one_device(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -287,6 +287,8 @@ def run(matrix: Matrix, profile: str, platform: str, out: Path, *, only: str | N
         except OSError:
             if not failing:
                 raise
+        finally:
+            store.release()   # the folder is free for the next runner (--resume) as soon as this one is done
     summary = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
     log(f"done: {summary}; results in {out}")
     return 0 if all(s in KEEP_ON_RESUME for s in counts) else 1

@@ -86,21 +86,24 @@ def check_schema(path: Path, obj: dict[str, Any]) -> None:
 
 class RunStore:
     LOCK = ".lock"   # held (flock) by the one runner writing this folder; its text says which
+    _HELD: dict[Path, int] = {}   # run folder -> the lock's descriptor, per process (one process is one runner)
 
     def __init__(self, root: str | Path):
         self.root = Path(root)
         self.cells = self.root / "cells"
-        self._held: int | None = None
 
     def hold(self) -> None:
-        """Take the run folder for this process: an exclusive flock on DIR/.lock, released when the process ends
-        (the descriptor is not inherited by the cells). A second runner on the same folder, on this host or in a
-        container with the folder mounted, is refused in one line before it reads or writes anything."""
-        if self._held is not None:
+        """Take the run folder for this process: an exclusive flock on DIR/.lock, released by release() or when the
+        process ends (the descriptor is not inherited by the cells). A second runner on the same folder, on this host
+        or in a container with the folder mounted, is refused in one line before it reads or writes anything."""
+        key = self.root.resolve()
+        if key in self._HELD:
             return
         path = self.root / self.LOCK
         try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            # Read-only: a descriptor open for writing would keep the folder's file system from being remounted
+            # read-only under the run (flock needs no write access).
+            fd = os.open(path, os.O_RDONLY | os.O_CREAT | os.O_CLOEXEC, 0o644)
         except OSError as e:
             raise HarnessError(f"{self.root} cannot be taken for this run ({path.name}: {e.strerror}); make the folder "
                                f"writable, or choose another --out") from None
@@ -111,10 +114,13 @@ class RunStore:
             os.close(fd)
             raise HarnessError(f"{self.root} is in use by another run ({holder}); wait for it to end, or choose "
                                f"another --out") from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()} since "
-                      f"{time.strftime('%Y-%m-%d %H:%M:%S %Z')}\n".encode(), 0)
-        self._held = fd
+        path.write_text(f"pid {os.getpid()} on {socket.gethostname()} since {time.strftime('%Y-%m-%d %H:%M:%S %Z')}\n")
+        self._HELD[key] = fd
+
+    def release(self) -> None:
+        fd = self._HELD.pop(self.root.resolve(), None)
+        if fd is not None:
+            os.close(fd)   # closing the descriptor drops the flock
 
     # -- run-level files ---------------------------------------------------------------------
     def is_run(self) -> bool:

@@ -449,8 +449,7 @@ def test_build_dry_run_prints_the_build_alone(tmp_path):
 def test_check_on_a_fresh_clone_is_ready_to_build(tmp_path):
     """No .venv yet is where a fresh host stands, not a failure: --check exits 0 and names the next step."""
     clone = tmp_path / "clone"
-    shutil.copytree(REPO / "harness" / "preflight", clone / "harness" / "preflight")
-    (clone / "harness" / "__init__.py").touch()
+    shutil.copytree(REPO / "harness", clone / "harness", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(SCRIPT, clone / "reproduce.sh")
     (clone / "requirements").mkdir()
     shutil.copy(REPO / "requirements" / "cpu.txt", clone / "requirements" / "cpu.txt")

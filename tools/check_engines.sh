@@ -3,7 +3,8 @@
 # them (tools/check_image.sh calls this after its build; CI only: it needs root to make the user and start
 # dockerd).
 #
-#   tools/check_engines.sh cpu ARCHIVE          ARCHIVE: the CPU image, a docker-archive tagged ms-pt-harness:cpu
+#   tools/check_engines.sh cpu ARCHIVE [ENGINE...]   ARCHIVE: the CPU image, a docker-archive tagged
+#                                                    ms-pt-harness:cpu; ENGINE: podman, docker (default both)
 #   tools/check_engines.sh cuda IMAGE STORAGE   IMAGE in buildah's STORAGE (root, runroot, driver: "R:RR:D")
 #
 # cpu:  tools/walk.sh cpu --container (check, load, check again, a GCN slice and one cell of every other model,
@@ -28,6 +29,8 @@ mkdir -p "$cache"
 
 if [ "$what" = cpu ]; then
   archive="$2"
+  engines=("${@:3}")
+  [ ${#engines[@]} -gt 0 ] || engines=(podman docker)
   user=harness-walk
   if ! id "$user" > /dev/null 2>&1; then
     useradd --create-home --shell /bin/bash "$user"
@@ -39,17 +42,20 @@ if [ "$what" = cpu ]; then
   done
   home="$(getent passwd "$user" | cut -d: -f6)"
   as_user() { runuser -u "$user" -- env -i HOME="$home" PATH=/usr/local/bin:/usr/bin:/bin CONTAINERS_CONF="$CONTAINERS_CONF" "$@"; }
-  as_user podman system reset --force > /dev/null 2>&1 || true
-  mkdir -p "$home/.config/containers"
-  # Native rootless overlay (kernel 5.13 or newer) instead of podman's fallback vfs, which copies the 4 GB image
-  # for every container.
-  printf '[storage]\ndriver = "overlay"\n' > "$home/.config/containers/storage.conf"
-  chown -R "$user" "$home/.config"
   chmod 0644 "$archive"
-  "$root/tools/walk.sh" cpu --container --load "$archive" --as "$user" --engine podman \
-    --storage "$home/.local/share/containers" --transcript "$cache/walk-podman.md" \
-    || fail "the walk in rootless podman (above)"
-  as_user podman system reset --force > /dev/null 2>&1 || true
+  if [[ " ${engines[*]} " == *" podman "* ]]; then
+    as_user podman system reset --force > /dev/null 2>&1 || true
+    mkdir -p "$home/.config/containers"
+    # Native rootless overlay (kernel 5.13 or newer) instead of podman's fallback vfs, which copies the 4 GB image
+    # for every container.
+    printf '[storage]\ndriver = "overlay"\n' > "$home/.config/containers/storage.conf"
+    chown -R "$user" "$home/.config"
+    "$root/tools/walk.sh" cpu --container --load "$archive" --as "$user" --engine podman \
+      --storage "$home/.local/share/containers" --transcript "$cache/walk-podman.md" \
+      || fail "the walk in rootless podman (above)"
+    as_user podman system reset --force > /dev/null 2>&1 || true
+  fi
+  [[ " ${engines[*]} " == *" docker "* ]] || exit 0
 
   # docker: its own daemon here, when it starts; the walking user in the group that owns its socket.
   if ! command -v dockerd > /dev/null; then
@@ -70,9 +76,15 @@ if [ "$what" = cpu ]; then
     echo "check_engines: docker: not run: dockerd did not start here ($(grep -m1 -i -e 'level=fatal' -e 'failed' "$cache/dockerd.log" | cut -c1-200))" >&2
     exit 0
   fi
-  echo "check_engines: docker: $(DOCKER_HOST="unix://$sock" docker info --format '{{.ServerVersion}}') started here" >&2
+  version="$(DOCKER_HOST="unix://$sock" docker info --format '{{.ServerVersion}}')"
+  echo "check_engines: docker: $version started here" >&2
+  # Docker Engine before 23 builds without BuildKit (Debian bookworm's docker.io is 20.10): the check before the
+  # build must say that this engine cannot build the Dockerfiles, and what to do.
+  unbuildable=()
+  [ "${version%%.*}" -ge 23 ] 2> /dev/null || unbuildable=(--unbuildable "builds without BuildKit")
   DOCKER_HOST="unix://$sock" "$root/tools/walk.sh" cpu --container --load "$archive" --as "$user" --engine docker \
-    --storage "$cache/docker-root" --transcript "$cache/walk-docker.md" || fail "the walk in docker (above)"
+    --storage "$cache/docker-root" "${unbuildable[@]}" --transcript "$cache/walk-docker.md" \
+    || fail "the walk in docker (above)"
   exit 0
 fi
 

@@ -40,6 +40,10 @@
 #  7. report   python -m harness report inside the image must write report.html, for both runs
 #  8. compile  --cuda only: as uid 4242 (no passwd entry in the image), the GCN torch.compile cell (full
 #              profile, one repeat) on CPU must be `ok`
+#  9. engines  as root: the image through reproduce.sh under real runtimes (tools/check_engines.sh): the CPU image
+#              walked by a non-root user under rootless podman and under docker (its own daemon; or one line why
+#              not); with --cuda, the CUDA image's run line under podman with a stand-in CDI spec, and the cuda and
+#              ascend walks up to their no-device line
 #
 # Prints the time of each phase. Buildah's storage lives in .cache/image-check/ and is removed at
 # the end (--keep leaves the image there). Where buildah cannot be had, says so in one line and exits
@@ -311,6 +315,28 @@ phase report
 if [ "$platform" = cuda ]; then
   cuda_compile_cell
   phase compile
+fi
+
+# --- 9. engines: the image through reproduce.sh's own command lines under real container runtimes -------------
+# (tools/check_engines.sh: the CPU image walked by a non-root user under rootless podman, and under docker when
+# its engine starts here; the CUDA image's run line under podman with a stand-in CDI spec, to the harness's no-GPU
+# line). It needs root (a user to walk as, dockerd); elsewhere it is left out with one line, an error under CI=true.
+if [ "$(id -u)" = 0 ]; then
+  if [ "$platform" = cpu ]; then
+    archive="$cache/cpu-image.tar"
+    "${buildah[@]}" push --quiet "$image" "docker-archive:$archive:ms-pt-harness:cpu" > /dev/null \
+      || fail "could not write $image to $archive"
+    "$root/tools/check_engines.sh" cpu "$archive" || fail "the CPU image under podman or docker (above)"
+    rm -f "$archive"
+  else
+    "$root/tools/check_engines.sh" cuda "$image" "$cache/storage:$cache/runroot:$driver" \
+      || fail "the CUDA image's run line under podman (above)"
+  fi
+  phase engines
+elif [ "${CI:-}" = true ]; then
+  fail "tools/check_engines.sh needs root (a user to walk as, dockerd)"
+else
+  echo "check_image: engines: not run (tools/check_engines.sh needs root: a user to walk as, dockerd)" >&2
 fi
 echo "check_image: OK: Dockerfile.$platform builds ($size); every dataset's loader reads its fixture and the" \
   "$cells_ok quick cells '$only' and '$models' are ok inside it" >&2

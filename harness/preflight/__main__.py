@@ -14,7 +14,7 @@ import platform as platform_mod
 import sys
 from pathlib import Path
 
-from harness.preflight import Row, checks_ascend, checks_common, checks_cuda, data, render, step
+from harness.preflight import Row, checks_allocator, checks_ascend, checks_common, checks_cuda, data, render, step
 from harness.preflight.host import REPO, Host, collect
 
 
@@ -28,6 +28,8 @@ def evaluate(host: Host, cuda: dict, stacks: dict, hostdata: dict, steps: bool =
         rows += checks_ascend.rows(host, stacks)
     elif not container:
         rows += checks_common.python_rows(host, hostdata)
+    if p == "cpu":
+        rows.append(checks_allocator.row(f.get("env"), container))
     if container:
         rows += checks_common.engine_rows(host, hostdata, p)
         if p == "cuda":

@@ -74,8 +74,8 @@ def engine_rows(host: Host, hostdata: dict[str, Any], platform: str) -> list[Row
         version = parse.podman_version(host.out("podman-version").text) or "?"
         rows = [Row("container engine", f"podman {version}", needed, PASS)]
         build = Row("image build (BuildKit)", f"podman {version} (builds with buildah)", "RUN --mount in Dockerfiles",
-                    NOTE, note="podman builds with buildah; CI built these Dockerfiles with buildah itself, never "
-                               "through podman")
+                    NOTE, note="podman builds with buildah; CI builds these Dockerfiles with buildah itself and "
+                               "runs the CPU image through reproduce.sh under podman and docker")
     else:
         d = parse.docker_info(info.text)
         version = d["server_version"] or "?"

@@ -172,7 +172,8 @@ def collect(platform: str, *, mode: str, image: str | None = None, env: dict[str
     dev = env.get("HARNESS_DEV_DIR", "/dev")
     machine = platform_mod.machine()
     h = Host(platform, facts={"machine": machine, "mode": mode, "dev_dir": dev,
-                              "env": {k: env[k] for k in ("DOCKER_BUILDKIT", "ASCEND_CHIP") if k in env}})
+                              "env": {k: env[k] for k in ("DOCKER_BUILDKIT", "ASCEND_CHIP", "HARNESS_ALLOCATOR")
+                                      if k in env}})
     f = h.facts
     if platform == "cuda":
         f["nvidia_devices"] = len(glob.glob(os.path.join(dev, "nvidia[0-9]*")))

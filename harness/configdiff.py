@@ -1,0 +1,94 @@
+"""How a run's configuration differs from the expected results' (the committed run of its platform and profile under
+docs/runs/), and what each difference is known to move, with the measured size where a committed measurement has one.
+
+The expected results hold for one configuration: the memory allocator each framework's cells got (harness/allocator.py
+falls back silently where a library is absent), the framework versions, the usable cores, real or synthetic data, the
+profile. The report's banner (harness/report.py), `harness report A B`'s labels and the check's allocator row
+(harness/preflight/checks_allocator.py) all read it here. Standard library only: the check runs before any .venv.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+RUNS = REPO / "docs" / "runs"
+MEASURED = "docs/at-best/process_gap-resnet50-pytorch-{}.json"   # PyTorch's ResNet50 under each allocator
+KINDS = (("pytorch", "model", "PyTorch's cells"), ("mindspore", "model", "MindSpore's model cells"),
+         ("mindspore", "operator", "MindSpore's operator cells"))
+
+
+def _load(path: Path) -> dict[str, Any]:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def expected_run(platform: str | None, profile: str | None) -> Path | None:
+    """The committed run the expected results of this platform and profile come from, if there is one."""
+    folder = RUNS / f"{platform}-{profile}"
+    return folder if (folder / "env.json").is_file() else None
+
+
+def allocators(env: dict[str, Any]) -> dict[tuple[str, str], str]:
+    """{(framework, kind): allocator} as a run's env.json recorded them."""
+    a = env.get("allocators") or {}
+    return {**{(fw, "model"): name for fw, name in (a.get("per_framework") or {}).items()},
+            **{(fw, "operator"): name for fw, name in (a.get("operator_cells_on_cpu") or {}).items()}}
+
+
+def allocator_signature(env: dict[str, Any]) -> str:
+    """A short text of the allocators a run's cells got (what tells two such runs apart in a report's labels)."""
+    got = allocators(env)
+    return ", ".join(f"{fw} {kind} {got[(fw, kind)]}" for fw, kind, _ in KINDS if (fw, kind) in got)
+
+
+def effect(got: str, want: str, repo: Path = REPO) -> str:
+    """PyTorch's ResNet50 throughput under allocator `got` against `want`, per batch, from the committed
+    measurements (benchmarks/process_gap.py); "" where either was not measured."""
+    rows = {}
+    for name in (got, want):
+        data = _load(repo / MEASURED.format(name))
+        rows[name] = {r["batch"]: r["harness"] for r in data.get("rows", []) if r.get("harness")}
+    batches = sorted(set(rows[got]) & set(rows[want]))
+    if not batches:
+        return ""
+    parts = ", ".join(f"{rows[got][b] / rows[want][b]:.2f}x at batch {b}" for b in batches)
+    return (f"measured: PyTorch's ResNet50 on 2 cores under {got} ran at {parts} of its {want} throughput "
+            f"({MEASURED.format('*')})")
+
+
+def differences(meta: dict[str, Any], env: dict[str, Any]) -> list[dict[str, str]]:
+    """What of this run's configuration differs from its expected results', each {what, here, expected, moves}."""
+    platform, profile = meta.get("platform"), meta.get("profile")
+    folder = expected_run(platform, profile)
+    if folder is None:
+        return [{"what": "expected results", "here": f"{platform}, {profile} profile", "expected": "none committed",
+                 "moves": f"nothing to compare with: no committed run of {platform}-{profile} under docs/runs"}]
+    want_meta, want_env = _load(folder / "run.json"), _load(folder / "env.json")
+    out = []
+    got_a, want_a = allocators(env), allocators(want_env)
+    for fw, kind, label in KINDS:
+        g, w = got_a.get((fw, kind)), want_a.get((fw, kind))
+        if g and w and g != w:
+            moves = ("C1 and every PyTorch CPU throughput; " + effect(g, w)).rstrip("; ") if fw == "pytorch" else (
+                "Figure 5's operator ratios (MindSpore's operator processes agree with each other under tcmalloc, "
+                "not under glibc: docs/methodology/operators.md)" if kind == "operator" else "")
+            out.append({"what": f"allocator of {label}", "here": g, "expected": w, "moves": moves})
+    for package, name in (("torch", "PyTorch"), ("mindspore", "MindSpore")):
+        g, w = (env.get("packages") or {}).get(package), (want_env.get("packages") or {}).get(package)
+        if g != w:
+            out.append({"what": f"{name} version", "here": str(g), "expected": str(w),
+                        "moves": "every comparison of that framework's cells"})
+    g, w = (env.get("cpu") or {}).get("usable_cores"), (want_env.get("cpu") or {}).get("usable_cores")
+    if g != w:
+        out.append({"what": "usable cores", "here": str(g), "expected": str(w),
+                    "moves": "every CPU throughput, and the ratios where the frameworks scale differently"})
+    g, w = meta.get("synthetic"), want_meta.get("synthetic")
+    if g != w:
+        out.append({"what": "synthetic data", "here": str(g or "none"), "expected": str(w or "none"),
+                    "moves": "accuracy and time to target of the cells on that data (throughput stays comparable)"})
+    return out

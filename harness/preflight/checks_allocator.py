@@ -1,0 +1,89 @@
+"""The memory allocator each framework's CPU cells get on this host (harness/allocator.py's `auto`, which falls back
+silently where a library is absent) against the one the expected results were measured with (docs/runs/cpu-quick's
+env.json). Where they differ, the row says what changes, from the committed measurements of PyTorch's ResNet50
+under each allocator (docs/at-best/process_gap-resnet50-pytorch-*.json), and the line that installs the library.
+A difference is a note, not a failure: the run proceeds, and its report says so.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from typing import Any
+
+from harness import allocator, configdiff
+from harness.preflight import NOTE, PASS, Row
+
+# The Debian/Ubuntu packages that ship the libraries allocator.LIBRARIES looks for (read from `dpkg -L` on Debian
+# bookworm: libtcmalloc-minimal4 2.10 ships libtcmalloc_minimal.so.4, libjemalloc2 libjemalloc.so.2).
+DEBIAN = {"tcmalloc": "libtcmalloc-minimal4", "jemalloc": "libjemalloc2"}
+KINDS = configdiff.KINDS
+
+
+def on_this_host(env: dict[str, str] | None = None) -> dict[tuple[str, str], str]:
+    """{(framework, kind): allocator} as a cell of that kind gets it here (HARNESS_ALLOCATOR honoured)."""
+    saved = os.environ.get("HARNESS_ALLOCATOR")
+    try:
+        if env is not None and "HARNESS_ALLOCATOR" in env:
+            os.environ["HARNESS_ALLOCATOR"] = env["HARNESS_ALLOCATOR"]
+        return {(fw, kind): allocator.choose(fw, platform="cpu", kind=kind)[0] for fw, kind, _ in KINDS}
+    except Exception:  # noqa: BLE001 - a bad HARNESS_ALLOCATOR is the run's one-line error, not the check's
+        return {}
+    finally:
+        if saved is None:
+            os.environ.pop("HARNESS_ALLOCATOR", None)
+        else:
+            os.environ["HARNESS_ALLOCATOR"] = saved
+
+
+def expected() -> dict[tuple[str, str], str]:
+    """{(framework, kind): allocator} of the committed CPU run the expected results come from."""
+    folder = configdiff.expected_run("cpu", "quick")
+    return configdiff.allocators(json.loads((folder / "env.json").read_text())) if folder else {}
+
+
+def install_line(missing: list[str]) -> str:
+    if shutil.which("apt-get"):
+        return f"sudo apt-get install {' '.join(DEBIAN[m] for m in missing)}"
+    libs = " and ".join(allocator.LIBRARIES[m][0] for m in missing)
+    return f"install your distribution's package that ships {libs} (Debian/Ubuntu: " \
+           f"{' '.join(DEBIAN[m] for m in missing)})"
+
+
+def row(env: dict[str, str] | None = None, container: bool = False) -> Row:
+    check, needed = "memory allocator (CPU cells)", "what the expected results used (docs/runs/cpu-quick)"
+    want = expected()
+    if container:
+        return Row(check, "the image installs tcmalloc and jemalloc", needed, PASS)
+    got = on_this_host(env)
+    if not got or not want:
+        return Row(check, "not read", needed, NOTE, note="the allocators could not be compared (HARNESS_ALLOCATOR, "
+                                                         "or docs/runs/cpu-quick/env.json unreadable)")
+    found = "; ".join(f"{label}: {got[(fw, kind)]}" for fw, kind, label in KINDS)
+    needed = "the expected results': " + "; ".join(f"{label}: {want.get((fw, kind), '?')}"
+                                                   for fw, kind, label in KINDS)
+    differ = [(label, got[(fw, kind)], want[(fw, kind)]) for fw, kind, label in KINDS
+              if (fw, kind) in want and got[(fw, kind)] != want[(fw, kind)]]
+    if not differ:
+        return Row(check, found, needed, PASS)
+    missing = sorted({w for _, _, w in differ if w in allocator.LIBRARIES and not allocator.find_library(w)})
+    what = "; ".join(f"{label} get {g}, not {w}" for label, g, w in differ)
+    size = configdiff.effect(got[("pytorch", "model")], want[("pytorch", "model")])
+    fix = (f"{install_line(missing)}, or run in the image (--container)" if missing
+           else "unset HARNESS_ALLOCATOR")
+    return Row(check, found, needed, NOTE,
+               note=f"this host's run will differ from the expected results: {what}"
+                    + (f" ({size})" if size else "") + f"; the report says so. To match them: {fix}")
+
+
+def fix_line(env: dict[str, Any] | None = None) -> str:
+    """One line for reproduce.sh to print before a native run whose allocators differ ("" when they match)."""
+    r = row(env)
+    return r.note if r.verdict == NOTE and "will differ" in r.note else ""
+
+
+if __name__ == "__main__":  # reproduce.sh, before a native cpu run: the line, when this host differs
+    line = fix_line(dict(os.environ))
+    if line:
+        print(f"reproduce.sh: note: {line}")

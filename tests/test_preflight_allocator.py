@@ -1,0 +1,48 @@
+"""The check's allocator row: which allocator each framework's CPU cells get on this host against the expected
+results' (docs/runs/cpu-quick), and, where tcmalloc is absent, what changes (from the committed measurements) and
+the line that installs it. The run itself says the same line before it starts."""
+
+import subprocess
+import sys
+
+from harness import allocator
+from harness.preflight import NOTE, PASS, checks_allocator
+from tests.conftest import REPO
+
+
+def test_a_host_with_the_expected_allocators_passes(monkeypatch):
+    monkeypatch.setattr(allocator, "find_library", lambda name: f"/usr/lib/lib{name}.so")
+    monkeypatch.delenv("HARNESS_ALLOCATOR", raising=False)
+    row = checks_allocator.row({})
+    assert row.verdict == PASS, row
+    assert row.found == "PyTorch's cells: tcmalloc; MindSpore's model cells: system; MindSpore's operator cells: tcmalloc"
+    assert checks_allocator.fix_line({}) == ""
+
+
+def test_a_host_without_tcmalloc_is_told_what_changes_and_how_to_install_it(monkeypatch):
+    monkeypatch.setattr(allocator, "find_library", lambda name: None)
+    monkeypatch.setattr(checks_allocator.shutil, "which", lambda cmd: "/usr/bin/apt-get" if cmd == "apt-get" else None)
+    monkeypatch.delenv("HARNESS_ALLOCATOR", raising=False)
+    row = checks_allocator.row({})
+    assert row.verdict == NOTE and row.ok()  # the run proceeds
+    assert "PyTorch's cells get glibc-tuned, not tcmalloc" in row.note
+    assert "MindSpore's operator cells get system, not tcmalloc" in row.note
+    assert "MindSpore's model cells" not in row.note  # they get glibc's malloc either way
+    # The size comes from the committed measurements, batch by batch.
+    assert ("measured: PyTorch's ResNet50 on 2 cores under glibc-tuned ran at 0.93x at batch 16, 0.90x at batch 32, "
+            "1.02x at batch 128 of its tcmalloc throughput") in row.note
+    assert row.note.endswith("To match them: sudo apt-get install libtcmalloc-minimal4, or run in the image "
+                             "(--container)")
+
+
+def test_the_image_needs_no_allocator_row_beyond_saying_it_has_both():
+    assert checks_allocator.row({}, container=True).verdict == PASS
+
+
+def test_the_line_before_a_native_run_on_such_a_host():
+    """What reproduce.sh prints before a native cpu run: here HARNESS_ALLOCATOR stands in for the missing library."""
+    proc = subprocess.run([sys.executable, "-m", "harness.preflight.checks_allocator"], cwd=REPO, capture_output=True,
+                          text=True, env={"HARNESS_ALLOCATOR": "glibc-tuned", "PATH": "/usr/bin:/bin"}, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("reproduce.sh: note: this host's run will differ from the expected results: ")
+    assert proc.stdout.strip().endswith("To match them: unset HARNESS_ALLOCATOR")
