@@ -15,7 +15,8 @@ def test_a_host_with_the_expected_allocators_passes(monkeypatch):
     monkeypatch.delenv("HARNESS_ALLOCATOR", raising=False)
     row = checks_allocator.row({})
     assert row.verdict == PASS, row
-    assert row.found == "PyTorch's cells: tcmalloc; MindSpore's model cells: system; MindSpore's operator cells: tcmalloc"
+    assert row.found == ("PyTorch's cells: tcmalloc; MindSpore's model cells: system; MindSpore's operator cells: "
+                         "tcmalloc")
     assert checks_allocator.fix_line({}) == ""
 
 
