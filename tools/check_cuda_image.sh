@@ -43,6 +43,8 @@ for line in open(sys.argv[1]):
   grep "/libcuda_ops.so.11: " <<< "$fatbins" | grep -q " ptx sm_" \
     || fail "MindSpore's libcuda_ops.so.11 carries no PTX: newer GPUs (H100) could not JIT its kernels"
   fatbin_has libcudnn_cnn_infer.so.8 sass sm_90 || fail "cuDNN 8 (CUDA 11 build) in the image has no sm_90 code"
+  fatbin_has libcublasLt.so.11 sass sm_90 || fail "cuBLAS 11 (CUDA 11 build) in the image has no sm_90 code"
+  gpu_arch_labels "$arch" "$fatbins"
 
   # MindSpore's GPU plug-in: every NEEDED library must resolve inside the image except libcuda.so.1, its CUDA ones
   # from MindSpore's CUDA_HOME (/opt/cuda11/toolkit/lib64, on the loader's path in MindSpore's cells only).
@@ -69,10 +71,134 @@ for line in open(sys.argv[1]):
   echo "check_image: torch.utils.cpp_extension.CUDA_HOME is None (PyTorch sees no CUDA 11 toolkit)" >&2
   echo "check_image: libcuda.so.1 is the NVIDIA driver's: the container toolkit mounts it from the host at run time" >&2
 
+  mindspore_env_check
+  cuda_jit_cache_check
+
   inside python -m harness env > "$runs/env.json" || fail "python -m harness env failed in the CUDA image"
   python3 -c 'import json, sys; e = json.load(open(sys.argv[1])); p = e.get("packages", {}); \
 print("check_image: harness env:", {k: p.get(k) for k in ("torch", "mindspore", "numpy")}, "container:", e.get("container"))' \
     "$runs/env.json" >&2 || fail "python -m harness env in the CUDA image did not print JSON"
+}
+
+# The image's per-framework GPU architecture labels must say what the binaries carry: torch's machine code is its
+# build's architecture list (and libtorch_cuda.so carries no PTX); MindSpore's machine code and PTX are exactly what
+# its kernel library, libcuda_ops.so.11, carries. A label that drifts from the wheels fails here.
+gpu_arch_labels() {  # gpu_arch_labels TORCH_ARCH_LINE FATBINS
+  local torch_label ms_label
+  torch_label="$(image_label io.ms-pt-harness.gpu_arch.torch)"
+  ms_label="$(image_label io.ms-pt-harness.gpu_arch.mindspore)"
+  echo "check_image: label gpu_arch.torch: $torch_label" >&2
+  echo "check_image: label gpu_arch.mindspore: $ms_label" >&2
+  python3 - "$1" "$2" "$torch_label" "$ms_label" <<'EOF' || fail "the image's gpu_arch labels do not match the GPU code its libraries carry"
+import re, sys
+arch_line, fatbins, torch_label, ms_label = sys.argv[1:]
+fat = {}
+for line in fatbins.splitlines():
+    path, _, rest = line.partition(": ")
+    kinds, kind = {"sass": set(), "ptx": set()}, None
+    for word in rest.split():
+        if word in kinds:
+            kind = word
+        else:
+            kinds[kind].add(int(word.removeprefix("sm_")))
+    fat[path.rsplit("/", 1)[-1]] = kinds
+def nums(text, prefix):
+    return {int(n) for n in re.findall(prefix + r"_(\d+)", text)}
+torch_sass = nums(torch_label.split(" machine code")[0], "sm")
+ms_sass = nums(ms_label.split(" machine code")[0], "sm")
+ms_ptx = nums(ms_label.split("; ")[1].split(" PTX")[0], "compute")
+torch_lib, ms_lib = fat["libtorch_cuda.so"], fat["libcuda_ops.so.11"]
+problems = []
+if torch_sass != nums(arch_line, "sm"):
+    problems.append(f"torch label {sorted(torch_sass)} != torch's compiled architectures {sorted(nums(arch_line, 'sm'))}")
+if not torch_sass <= torch_lib["sass"] or torch_lib["ptx"]:
+    problems.append(f"libtorch_cuda.so carries {torch_lib}; the torch label says {sorted(torch_sass)} and no PTX")
+if (ms_sass, ms_ptx) != (ms_lib["sass"], ms_lib["ptx"]):
+    problems.append(f"libcuda_ops.so.11 carries {ms_lib}; the mindspore label says {sorted(ms_sass)}, PTX {sorted(ms_ptx)}")
+if 90 not in ms_lib["sass"] and "JIT" not in ms_label:
+    problems.append("the mindspore label must say that sm_90 goes through PTX JIT")
+for problem in problems:
+    print("   ", problem, file=sys.stderr)
+sys.exit(1 if problems else 0)
+EOF
+  echo "check_image: the gpu_arch labels match torch's architecture list, libtorch_cuda.so and libcuda_ops.so.11" >&2
+}
+image_label() {  # image_label KEY: the value of one of the image's labels (from the working container)
+  "${buildah[@]}" inspect --type container --format "{{index .OCIv1.Config.Labels \"$1\"}}" "$ctr"
+}
+
+# MindSpore's own GPU environment check, in a MindSpore cell's environment (harness/frameworks/mindspore.py): the
+# callback mindspore/run_check/_check_version.py registers, set_env("GPU", <plug-in>), which MindSpore runs once it
+# has loaded its GPU plug-in (without a GPU the plug-in never loads, so it is called here the same way). It reads the
+# CUDA version from the libcudart.so.X.Y.Z beside the libcudart the plug-in links and puts lib/plugin/gpuX.Y first on
+# LD_LIBRARY_PATH. It must read the locked cudart's version, not warn "Cannot find cuda libs", and the folder must
+# exist and be gpu11.6, the folder of the libmindspore_gpu.so.11.6 MindSpore's loader picks. Then the same call with
+# the CUDA 11 libraries under their sonames alone (how the image had them before: it read "0", gpu0.0), to show the
+# check tells the two apart. Each run's output is printed.
+mindspore_env_check() {
+  local want out control
+  want="$(sed -n 's/^nvidia-cuda-runtime-cu11==\([0-9.]*\).*/\1/p' "$root/requirements/cuda11-libs.txt")"
+  [ -n "$want" ] || fail "no nvidia-cuda-runtime-cu11 pin in requirements/cuda11-libs.txt"
+  cat > "$runs/mindspore_env_check.py" <<'EOF'
+import os
+import sys
+
+if "MS_ENV_CHECK_CHILD" not in os.environ:  # re-run with a MindSpore cell's environment, as the runner starts it
+    from harness.frameworks import mindspore as framework
+    env = {**os.environ, **framework.process_env("cuda"), "MS_ENV_CHECK_CHILD": "1"}
+    if len(sys.argv) > 1:  # a CUDA home whose lib64 holds the libraries under their sonames only
+        env["LD_LIBRARY_PATH"] = f"{sys.argv[1]}/lib64"
+    os.execve(sys.executable, [sys.executable, *sys.argv], env)
+
+import mindspore
+from mindspore.run_check import _check_version
+
+plugin = os.path.join(os.path.dirname(mindspore.__file__), "lib", "plugin", "libmindspore_gpu.so.11.6")
+print("LD_LIBRARY_PATH before the check:", os.environ.get("LD_LIBRARY_PATH"), flush=True)
+_check_version.set_env("GPU", plugin)
+checker = _check_version.GPUEnvChecker(plugin)
+first = os.environ["LD_LIBRARY_PATH"].split(":")[0]
+print("cuda libs at:", " ".join(checker.cuda_lib_path), "| cudart version read:", checker.get_cudart_version())
+print("plug-in folder first on LD_LIBRARY_PATH:", first, "| exists:", os.path.isdir(first),
+      "| resolves to:", os.path.realpath(first))
+print("CUDA_CACHE_MAXSIZE set by the check:", os.environ.get("CUDA_CACHE_MAXSIZE"))
+EOF
+  out="$(inside python /results/mindspore_env_check.py 2>&1)" \
+    || { sed 's/^/    /' <<< "$out" >&2; fail "MindSpore's GPU environment check raised in the image"; }
+  echo "check_image: MindSpore's GPU environment check (set_env('GPU', libmindspore_gpu.so.11.6)) in the image:" >&2
+  sed 's/^/    /' <<< "$out" >&2
+  grep -q "cudart version read: $want\$" <<< "$out" || fail "MindSpore's check did not read the locked cudart $want"
+  if grep -q "Cannot find cuda libs" <<< "$out"; then fail "MindSpore's check warns 'Cannot find cuda libs' in the image"; fi
+  if grep -q "is not found" <<< "$out"; then fail "MindSpore's check does not find a CUDA library its plug-in links"; fi
+  grep -qE "plug-in folder first on LD_LIBRARY_PATH: \S+/mindspore/lib/plugin/gpu[0-9.]+ \| exists: True \| resolves to: \S+/mindspore/lib/plugin/gpu11\.6\$" <<< "$out" \
+    || fail "MindSpore's check did not put an existing gpu11.6 plug-in folder first on LD_LIBRARY_PATH"
+  # shellcheck disable=SC2016  # expanded in the container
+  control="$(inside bash -c 'd=/tmp/cuda11-sonames && mkdir -p $d/lib64 && ln -sf /opt/cuda11/nvidia/*/lib/lib*.so* $d/lib64/ \
+    && ln -sfn "$HARNESS_MINDSPORE_CUDA_HOME/bin" $d/bin && python /results/mindspore_env_check.py $d' 2>&1)" \
+    || { sed 's/^/    /' <<< "$control" >&2; fail "MindSpore's GPU environment check raised with the sonames only"; }
+  echo "check_image: the same check with the CUDA 11 libraries under their sonames only (the image before):" >&2
+  sed 's/^/    /' <<< "$control" >&2
+  grep -q "Cannot find cuda libs" <<< "$control" && grep -q "cudart version read: 0\$" <<< "$control" \
+    || fail "the check no longer tells the sonames-only layout from the image's, so it cannot show what it checks"
+  echo "check_image: MindSpore's check reads cudart $want and puts gpu11.6 on the library path (sonames only: 0, gpu0.0)" >&2
+}
+
+# The driver's PTX JIT cache: CUDA_CACHE_PATH is /cache/cuda-jit (reproduce.sh mounts a kept host folder there), and
+# a uid the image does not know (the container runs as the caller's) can write to it, also without the mount.
+cuda_jit_cache_check() {
+  local got label
+  if "${buildah[@]}" run --isolation chroot --user 4242:4242 "$ctr" -- id -un > /dev/null 2>&1; then
+    fail "uid 4242 has a passwd entry in the image; the cache check needs a uid without one"
+  fi
+  # shellcheck disable=SC2016  # expanded in the container
+  got="$("${buildah[@]}" run --isolation chroot --user 4242:4242 "$ctr" -- bash -c \
+    'd="$CUDA_CACHE_PATH/probe.$$" && mkdir "$d" && echo x > "$d/f" && rm -r "$d" \
+     && echo "$CUDA_CACHE_PATH $CUDA_CACHE_MAXSIZE $(stat -c %a "$CUDA_CACHE_PATH")"')" \
+    || fail "uid 4242 cannot write to CUDA_CACHE_PATH in the image"
+  label="$(image_label io.ms-pt-harness.cuda_jit_cache)"
+  echo "check_image: as uid 4242: CUDA_CACHE_PATH, CUDA_CACHE_MAXSIZE, mode: $got (label cuda_jit_cache: $label)" >&2
+  [ "$got" = "/cache/cuda-jit 4294967296 1777" ] && [ "$label" = /cache/cuda-jit ] \
+    || fail "the PTX JIT cache is not /cache/cuda-jit, 4 GiB, writable by any uid: $got (label: $label)"
 }
 
 # 8. torch.compile as a uid the image does not know (reproduce.sh runs the image as the caller's uid).
