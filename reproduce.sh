@@ -52,7 +52,8 @@ usage: ./reproduce.sh cpu|cuda|ascend [--quick|--accelerator|--target|--full|--c
                    only the cells whose id matches one of the globs (see: python -m harness list)
   --repeats N      at least N repeats of every cell (default: the profile's; 2 for the cells a claim compares)
   --max-repeats M  a comparison whose verdict is not yet settled gets one more repeat of its cells at a time,
-                   up to M (default: the profile's max_repeats, 3 for quick and target)
+                   up to M (default: the profile's max_repeats in harness/matrix.toml: 2 for quick,
+                   3 for target and accelerator)
   --dry-run        print the commands (build, run, report) without running them
   --check          preflight, seconds to a minute: driver, device, container engine and toolkit, disk, image
                    against what the platform needs, then one training step per framework on the device; one

@@ -2,6 +2,7 @@
 NPU is needed: a fake /dev (HARNESS_DEV_DIR) and fake docker/podman scripts on PATH stand in."""
 
 import json
+import re
 import os
 import shlex
 import shutil
@@ -462,3 +463,31 @@ def test_check_on_a_fresh_clone_is_ready_to_build(tmp_path):
     assert proc.stdout.strip().splitlines()[-1] == (
         "ready to build: next, ./reproduce.sh cpu --build (it builds and stops), then ./reproduce.sh cpu --check "
         "again to run the training steps")
+
+
+def test_ci_walks_the_reviewers_path_under_real_runtimes():
+    """tox -e main walks a fresh clone natively and cuda/ascend up to their device line; tox -e image hands the built
+    CPU image to rootless podman and docker, and the CUDA image's run line to podman (tools/check_engines.sh), and
+    the test command installs both runtimes; the CI-only runtime settings never reach a reviewer's command."""
+    main = (REPO / "tools" / "check_main.sh").read_text()
+    assert 'tools/walk.sh cpu --data-dir "$data"' in main and 'tools/walk.sh "$platform"' in main
+    image = (REPO / "tools" / "check_image.sh").read_text()
+    assert '"$root/tools/check_engines.sh" cpu "$archive"' in image
+    assert '"$root/tools/check_engines.sh" cuda "$image"' in image
+    packages = (REPO / "tools" / "install_system_packages.sh").read_text()
+    assert "need+=(podman)" in packages and "need+=(docker.io)" in packages
+    engines = (REPO / "tools" / "check_engines.sh").read_text()
+    assert 'export CONTAINERS_CONF="$root/tools/ci/containers.conf"' in engines
+    for name in ("reproduce.sh", "README.md", "ARTIFACT.md"):
+        text = (REPO / name).read_text()
+        assert "containers.conf" not in text and "--ulimit" not in text, name
+
+
+def test_the_help_gives_each_profiles_max_repeats_as_the_matrix_does():
+    from harness import matrix as matrix_mod
+
+    help_text = " ".join(subprocess.run(["bash", str(SCRIPT), "--help"], capture_output=True, text=True).stderr.split())
+    m = matrix_mod.load()
+    for profile in ("quick", "target", "accelerator"):
+        cap = m.max_repeats(profile, None, None)
+        assert re.search(rf"\b{cap} for [a-z ,]*\b{profile}\b", help_text), (profile, cap)

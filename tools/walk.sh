@@ -91,7 +91,12 @@ step() {
   t0=$(date +%s); f0="$(used_gb)"
   as "$@" > "$last_log" 2>&1 || rc=$?
   took=$(($(date +%s) - t0)); f1="$(used_gb)"
-  next="$(grep -o -m1 -e 'next[:,] .*' -e 'error: .*' -e 'reproduce.sh: no .*' "$last_log" | tail -1 | cut -c1-110 || true)"
+  # What the step said to do next: its failure line where it failed, else the line naming the next step.
+  if [ "$rc" = 0 ]; then
+    next="$(grep -o -m1 -e 'next[:,] .*' "$last_log" | cut -c1-110 || true)"
+  else
+    next="$(tail -1 "$last_log" | cut -c1-110)"
+  fi
   rows+=("| $name | \`$(echo "$*" | sed "s|$clone/||g; s|$work/||g" | cut -c1-90)\` | $rc | ${took} s | $(awk -v a="$f0" -v b="$f1" 'BEGIN { printf "%+.2f GB", b - a }') | ${next//|/\\|} |")
   echo "walk.sh: $name: exit $rc after ${took} s" >&2
   if [ "$rc" != "$want_rc" ] || ! grep -qF -- "$want" "$last_log"; then
