@@ -61,6 +61,27 @@ def effect(got: str, want: str, repo: Path = REPO) -> str:
             f"({MEASURED.format('*')})")
 
 
+# Host settings the frameworks meet without choosing them (nothing in the harness sets or needs them, so nothing
+# falls back): recorded in env.json and compared where both runs recorded them.
+TUNING = {"transparent_hugepage": "/sys/kernel/mm/transparent_hugepage/enabled",
+          "cpu_governor": "/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"}
+
+
+def host_tuning() -> dict[str, str | None]:
+    """This host's transparent huge pages mode and CPU frequency governor (None where the kernel does not say: a
+    virtual machine often has no cpufreq)."""
+    out: dict[str, str | None] = {}
+    for key, path in TUNING.items():
+        try:
+            text = Path(path).read_text().strip()
+        except OSError:
+            out[key] = None
+            continue
+        chosen = [w[1:-1] for w in text.split() if w.startswith("[") and w.endswith("]")]
+        out[key] = chosen[0] if chosen else text
+    return out
+
+
 def differences(meta: dict[str, Any], env: dict[str, Any]) -> list[dict[str, str]]:
     """What of this run's configuration differs from its expected results', each {what, here, expected, moves}."""
     platform, profile = meta.get("platform"), meta.get("profile")
@@ -87,6 +108,11 @@ def differences(meta: dict[str, Any], env: dict[str, Any]) -> list[dict[str, str
     if g != w:
         out.append({"what": "usable cores", "here": str(g), "expected": str(w),
                     "moves": "every CPU throughput, and the ratios where the frameworks scale differently"})
+    for key, value in (env.get("host_tuning") or {}).items():
+        w = (want_env.get("host_tuning") or {}).get(key, "not recorded")
+        if w != "not recorded" and value != w:
+            out.append({"what": key.replace("_", " "), "here": str(value), "expected": str(w),
+                        "moves": "CPU throughput (not measured here)"})
     g, w = meta.get("synthetic"), want_meta.get("synthetic")
     if g != w:
         out.append({"what": "synthetic data", "here": str(g or "none"), "expected": str(w or "none"),

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from harness import allocator
+from harness import allocator, configdiff
 
 REPO = Path(__file__).resolve().parent.parent
 PACKAGES = ("torch", "torch_npu", "mindspore", "numpy", "scipy", "jinja2", "psutil", "nvidia-ml-py")
@@ -139,6 +139,8 @@ def capture(probe_frameworks: bool = True) -> dict[str, Any]:
                        "per_framework": {fw: allocator.choose(fw)[0] for fw in allocator.PREFERENCE},
                        "operator_cells_on_cpu": {fw: allocator.choose(fw, platform="cpu", kind="operator")[0]
                                                  for fw in allocator.PREFERENCE}},
+        # Transparent huge pages and the CPU governor: set by the host, compared by harness/configdiff.py.
+        "host_tuning": configdiff.host_tuning(),
         "packages": _versions(),
         "nvidia": _nvidia(),
         "ascend": _ascend(),

@@ -53,3 +53,20 @@ def test_two_runs_that_differ_in_allocators_are_labelled_apart(tmp_path):
     assert len(labels) == 2 and all("allocators: " in label for label in labels)
     assert any("pytorch model tcmalloc" in label for label in labels)
     assert any("pytorch model glibc-tuned" in label for label in labels)
+
+
+def test_host_tuning_is_recorded_and_compared_only_where_both_runs_recorded_it(tmp_path, monkeypatch):
+    thp = tmp_path / "enabled"
+    thp.write_text("always [madvise] never\n")
+    monkeypatch.setitem(configdiff.TUNING, "transparent_hugepage", str(thp))
+    monkeypatch.setitem(configdiff.TUNING, "cpu_governor", str(tmp_path / "absent"))
+    assert configdiff.host_tuning() == {"transparent_hugepage": "madvise", "cpu_governor": None}
+    meta = json.loads((TARGET / "run.json").read_text())
+    env = json.loads((TARGET / "env.json").read_text())
+    env["host_tuning"] = {"transparent_hugepage": "always", "cpu_governor": None}
+    assert configdiff.differences(meta, env) == []   # the committed run recorded none: nothing to name
+    monkeypatch.setattr(configdiff, "_load", lambda path: (
+        {**json.loads(path.read_text()), "host_tuning": {"transparent_hugepage": "madvise", "cpu_governor": None}}
+        if path.name == "env.json" else json.loads(path.read_text())))
+    diffs = configdiff.differences(meta, env)
+    assert [(d["what"], d["here"], d["expected"]) for d in diffs] == [("transparent hugepage", "always", "madvise")]

@@ -30,6 +30,8 @@ def evaluate(host: Host, cuda: dict, stacks: dict, hostdata: dict, steps: bool =
         rows += checks_common.python_rows(host, hostdata)
     if p == "cpu":
         rows.append(checks_allocator.row(f.get("env"), container))
+        if not container:
+            rows.append(checks_allocator.tuning_row())
     if container:
         rows += checks_common.engine_rows(host, hostdata, p)
         if p == "cuda":
