@@ -25,6 +25,7 @@ fail() { echo "check_engines: FAILED: $*" >&2; exit 1; }
 command -v podman > /dev/null || fail "no podman (tools/install_system_packages.sh installs Debian's podman)"
 [ "$(id -u)" = 0 ] || fail "needs root (to make the walking user and start dockerd)"
 cache="$root/.cache/image-check"
+data="${HARNESS_SHARED_DATA:-$root/../shared/data}"   # real Cora, Multi30K and aclImdb, as tools/check_image.sh reads
 mkdir -p "$cache"
 
 if [ "$what" = cpu ]; then
@@ -50,7 +51,7 @@ if [ "$what" = cpu ]; then
     # for every container.
     printf '[storage]\ndriver = "overlay"\n' > "$home/.config/containers/storage.conf"
     chown -R "$user" "$home/.config"
-    "$root/tools/walk.sh" cpu --container --load "$archive" --as "$user" --engine podman \
+    "$root/tools/walk.sh" cpu --container --load "$archive" --as "$user" --engine podman --data-dir "$data" \
       --storage "$home/.local/share/containers" --transcript "$cache/walk-podman.md" \
       || fail "the walk in rootless podman (above)"
     as_user podman system reset --force > /dev/null 2>&1 || true
@@ -83,6 +84,7 @@ if [ "$what" = cpu ]; then
   unbuildable=()
   [ "${version%%.*}" -ge 23 ] 2> /dev/null || unbuildable=(--unbuildable "builds without BuildKit")
   DOCKER_HOST="unix://$sock" "$root/tools/walk.sh" cpu --container --load "$archive" --as "$user" --engine docker \
+    --data-dir "$data" \
     --storage "$cache/docker-root" "${unbuildable[@]}" --transcript "$cache/walk-docker.md" \
     || fail "the walk in docker (above)"
   exit 0

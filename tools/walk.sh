@@ -39,7 +39,8 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
-data="$(cd "$data" && pwd)"
+# The data folder, absolute (only the cpu walks read it: a checkout elsewhere walks cuda and ascend without one).
+[ "$platform" != cpu ] || data="$(cd "$data" && pwd)" || { echo "walk.sh: no data folder $data (--data-dir)" >&2; exit 2; }
 
 # A clean clone of this checkout (its working tree's changes included, as CI's clone has them committed), owned by
 # the user who walks; nothing ignored by git comes with it (no .venv, no wheelhouse, no results).
