@@ -72,6 +72,10 @@ def _parser() -> argparse.ArgumentParser:
     ls.add_argument("--json", action="store_true")
     ls.add_argument("--one-per-model", action="store_true",
                     help="one fp32 single-device cell of every model, the frameworks in turn (the image checks')")
+    ls.add_argument("--device", metavar="NAME",
+                    help="as on a host of this device (its memory from the table: V100-16, V100-32, A100-40, A100-80, "
+                         "H100-80, H200-141, 910-32, 910B-64), not this host's own")
+    ls.add_argument("--devices", type=int, metavar="N", help="with --device: devices on that host (default 1)")
     ls.add_argument("--matrix", type=Path)
 
     sub.add_parser("env", help="this host's environment as JSON")
@@ -174,7 +178,8 @@ def _bookings() -> dict:
 
 
 def _estimate(args) -> int:
-    from harness import estimate
+    from harness import devicememory, estimate
+    from harness.host import Host
 
     m = _matrix(args)
     m.profile(args.profile)
@@ -198,19 +203,37 @@ def _estimate(args) -> int:
     proj = estimate.project(m, args.profile, platform, run=folders, device=device, devices=devices, synthetic=fake)
     run = folders
     print("\n".join(estimate.projection_lines(proj, run)))
+    cells = m.expand(args.profile)
+    print("\n".join(devicememory.fit_table(cells)))
+    gib, source = devicememory.table_gib(proj["device"])
+    said = Host(platform, args.profile, devices, {}, m, gib, source).memory_line(cells)
+    if said and gib is not None:
+        print(f"{proj['device']}: {said}; the estimate above still counts them")
     return 0
 
 
 def _list(args) -> int:
-    from harness import launch
+    from harness import devicememory, launch
     from harness.host import Host
 
     m = _matrix(args)
     cells = m.expand(args.profile, args.only, args.repeats, launch.nodes().count)  # HARNESS_NNODES: a multi-node run's
     if args.one_per_model:
         cells = matrix_mod.one_per_model(cells)
-    host = Host.probe(m, args.platform, args.profile)  # the runner's verdicts: [[skip]] rules, frameworks, devices
-    rows = [{"cell": c.id, "kind": c.kind, "repeats": c.repeats, "skip": host.verdict(c)} for c in cells]
+    if args.devices is not None and (args.device is None or args.devices < 1):
+        raise HarnessError(f"--devices {args.devices}: give it with --device NAME, and at least 1")
+    memory = None
+    if args.device is not None:   # a host of that device: the table's memory, --devices of them
+        if args.platform == "cpu":
+            raise HarnessError(f"--device {args.device} names a GPU or NPU; give --platform cuda or ascend with it")
+        named = devicememory.device(args.device)
+        memory = (float(named.gib), f"{named.name} as sold")
+    # The runner's verdicts: [[skip]] rules, frameworks, devices, device memory.
+    host = Host.probe(m, args.platform, args.profile, devices=None if memory is None else args.devices or 1,
+                      memory=memory)
+    rows = [{"cell": c.id, "kind": c.kind, "repeats": c.repeats, "skip": host.verdict(c),
+             "memory_gib": (n := devicememory.need(c)) and round(n.gib, 3), "memory_basis": n and n.basis}
+            for c in cells]
     if args.json:
         print(json.dumps(rows, indent=1))
     else:
@@ -219,6 +242,9 @@ def _list(args) -> int:
                   + (f"    (skipped on {args.platform}: {row['skip']})" if row["skip"] else ""))
         print(f"{len(rows)} cells, {sum(r['repeats'] for r in rows)} repeats in all, profile {args.profile}",
               file=sys.stderr)
+        if args.platform != "cpu":   # on stderr: stdout's lines are cell ids (reproduce.sh reads them)
+            said = host.memory_line(cells)
+            print("\n".join(devicememory.fit_table(cells) + ([said] if said else [])), file=sys.stderr)
     return 0
 
 

@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness import docs_accelerator, docs_render
+from harness import docs_accelerator, docs_memory, docs_render
 from harness.docs_render import Run
 from harness.errors import HarnessError
 from harness.store import write_atomic
@@ -36,6 +36,7 @@ RUNS_DIR = "docs/runs"
 QUICK, TARGET = "cpu-quick", "cpu-target"   # ./reproduce.sh cpu --synthetic cifar10; ./reproduce.sh cpu --target
 GPU = ("cuda-gpuprobe", "cuda-gpuprobe-compile", "cuda-quick")   # the H200's runs (docs/runs/README.md)
 FIX = "python -m harness docs --write"
+MEMORY = "docs/methodology/device-memory.md"
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,11 @@ BLOCKS = (
     Block("ARTIFACT.md", "gpu-measured", GPU, docs_accelerator.gpu_measured),
     Block("docs/methodology/why.md", "why-cpu-measured", (QUICK,), docs_render.why),
     Block("docs/methodology/why.md", "why-crosscheck", (QUICK,), docs_render.why_crosscheck),
+    # From the committed predictions (harness/devicememory.json) and the device table; the last beside the H200's runs.
+    Block(MEMORY, "memory-table", (), docs_memory.memory_table),
+    Block(MEMORY, "memory-devices", GPU[:1], docs_memory.device_table),
+    Block(MEMORY, "memory-fit-plan", (), docs_memory.fit_plan),
+    Block(MEMORY, "memory-vs-device", GPU[:2], docs_memory.versus_device),
 )
 
 

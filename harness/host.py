@@ -5,7 +5,10 @@ A cell is recorded as `skipped`, with the reason, instead of running when (first
   multi-node cell's devices of one node: a host's limits are per host;
 - this Python lacks a module its framework needs on the platform (harness.platforms.missing_framework: only absence
   counts, a framework that is installed but fails to import still runs, and fails, in its cell);
-- it needs more devices on each host than the host shows (not on cpu, where a cell's processes share the CPU).
+- it needs more devices on each host than the host shows (not on cpu, where a cell's processes share the CPU);
+- its predicted peak device memory is more than 90% of the device's (harness.devicememory: the committed CPU-side
+  prediction against the memory NVML, nvidia-smi or npu-smi reports, read once; where it cannot be read, or with
+  HARNESS_DEVICE_MEMORY=off, nothing is skipped for memory).
 
 The runner asks before every cell, `harness list --platform` for every line it prints, and `--resume` keeps a skipped
 result only while its reason is the one asked now: asking one object is what keeps the three in agreement.
@@ -17,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness import platforms
+from harness import devicememory, platforms
 from harness.cell import Cell
 from harness.matrix import Matrix
 
@@ -29,20 +32,41 @@ class Host:
     devices: int                  # the devices the platform shows (harness.platforms.visible_devices); 1 on cpu
     missing: Mapping[str, str]    # framework -> why this Python cannot run its cells on the platform
     matrix: Matrix = field(repr=False)   # whose [[skip]] rules apply
+    memory_gib: float | None = None       # each device's memory (the smallest device's); None: not known
+    memory_source: str = "not read"       # where memory_gib comes from, or why it is not known
 
     @classmethod
-    def probe(cls, matrix: Matrix, platform: str, profile: str | None, devices: int | None = None) -> Host:
+    def probe(cls, matrix: Matrix, platform: str, profile: str | None, devices: int | None = None,
+              memory: tuple[float | None, str] | None = None) -> Host:
         """This host as it is now: `devices` where the caller has counted them already (the runner, through
-        platforms.require), else counted here; every framework's modules looked up, none imported."""
+        platforms.require), else counted here; every framework's modules looked up, none imported; `memory` (GiB,
+        source) where the caller names the device (`harness list --device`), else read from the host's own."""
         if devices is None:
             devices = platforms.visible_devices(platform)
         missing = {fw: why for fw in platforms.FRAMEWORK_MODULES
                    if (why := platforms.missing_framework(fw, platform)) is not None}
-        return cls(platform, profile, devices, missing, matrix)
+        if memory is None:
+            memory = ((None, f"{devicememory.OFF} is set") if devicememory.switched_off()
+                      else devicememory.host_memory(platform))
+        gib, source = memory
+        return cls(platform, profile, devices, missing, matrix, gib, source)
 
     def verdict(self, cell: Cell) -> str | None:
         """Why the cell cannot run on this host (the reason its skipped result records), or None where it can."""
-        return self._rule(cell) or self.missing.get(cell.framework) or self._too_few_devices(cell)
+        return (self._rule(cell) or self.missing.get(cell.framework) or self._too_few_devices(cell)
+                or (devicememory.too_big(cell, self.memory_gib) if self.platform != "cpu" else None))
+
+    def memory_line(self, cells: list[Cell]) -> str | None:
+        """What the runner says of device memory before the first cell (None on cpu)."""
+        if self.platform == "cpu":
+            return None
+        if self.memory_gib is None:
+            return f"device memory: not known ({self.memory_source}); no cell is skipped for memory"
+        big = [c for c in cells if devicememory.too_big(c, self.memory_gib) and not (
+            self._rule(c) or self.missing.get(c.framework) or self._too_few_devices(c))]
+        return (f"device memory: {self.memory_gib:.1f} GiB a device ({self.memory_source}); "
+                f"{len(big)} cells predicted to need more than {devicememory.HEADROOM:.0%} of it are recorded as "
+                f"skipped" + (f" ({', '.join(sorted({c.model or c.kind for c in big}))})" if big else ""))
 
     def _rule(self, cell: Cell) -> str | None:
         values: dict[str, Any] = {**cell.axes(), "devices": cell.devices_per_node, "platform": self.platform,

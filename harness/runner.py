@@ -113,6 +113,9 @@ def run(matrix: Matrix, profile: str, platform: str, out: Path, *, only: str | N
         why = host.missing.get(fw)
         if why:
             log(f"{why}: its {sum(c.framework == fw for c in cells)} cells are recorded as skipped")
+    memory = host.memory_line(cells)   # the device's memory, read once above, and the cells too big for it
+    if memory:
+        log(memory)
     if node.count > 1:
         log(f"multi-node run: node {node.rank} of {node.count}, rendezvous at {node.master_addr}:{node.master_port}; "
             f"the profile's {len(cells)} data-parallel cells over {node.count} nodes, "

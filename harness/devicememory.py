@@ -1,0 +1,284 @@
+"""Device memory: how much a cell needs at its size, how much a device has, and whether the cell fits. The one rule
+(HEADROOM): a cell fits a device when its predicted peak is at most 90% of the device's memory; the other 10% is for
+what the prediction does not count (the CUDA or CANN context, the caching allocator's unused blocks, cuBLAS and cuDNN
+workspaces, the driver's reserve).
+
+The need is predicted on the CPU, never on a device, and read here from the committed PREDICTIONS file (made by
+`python tools/predict_memory.py`, slow): each model's PyTorch workload, built from its folder as a cell builds it at
+the accelerator profile's batch, sequence and data, trains its first steps under FakeTensorMode (every tensor has its
+shape, dtype and device, none has storage), and PyTorch's MemTracker adds up the live tensors' bytes after every
+operator: the peak of parameters, gradients, optimizer state and activations, at fp32 and under autocast (bf16 on the
+CPU, the same two bytes as a device's fp16). Every other cell of the model takes that figure, labelled: PyTorch's
+compile cells their eager twin's, MindSpore's cells their PyTorch twin's (fp32 for AMP off, autocast's for O2 and
+O3), and a data-parallel cell adds one copy of the gradients (DistributedDataParallel's buckets, per device).
+
+What a device has: its memory as sold (DEVICES, the vendors' figures), or the host's own device as NVML, nvidia-smi
+or npu-smi report it (host_memory), read once when a run starts. harness.host.Host asks `too_big` for every cell, so
+the runner skips a cell that cannot fit before it starts, and `harness list` / `harness estimate` say the same;
+HARNESS_DEVICE_MEMORY=off skips nothing for memory (a run that measures what a prediction rules out).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.cell import Cell
+from harness.errors import HarnessError
+from harness.spec import ModelSpec
+
+PREDICTIONS = Path(__file__).with_name("devicememory.json")
+REGENERATE = "python tools/predict_memory.py"
+OFF = "HARNESS_DEVICE_MEMORY=off"   # runs every cell whatever its prediction: to measure one the prediction rules out
+HEADROOM = 0.9
+SCHEMA = 1
+MODELS_DIR = Path(__file__).with_name("models")
+# Hyperparameters that size nothing (rates and schedules): changing one leaves a prediction current.
+NOT_SIZES = frozenset({"lr", "momentum", "weight_decay", "warmup_epochs", "warmup_steps", "adam_beta1", "adam_beta2",
+                       "adam_eps", "bn_momentum_pt", "bn_eps", "dropout", "clip_norm", "mask_rate"})
+
+
+@dataclass(frozen=True)
+class Device:
+    name: str
+    gib: float        # as sold: the vendors' "GB" of HBM is binary (an H200 "141 GB" showed 143,771 MiB to nvidia-smi)
+    names: tuple[str, ...]   # fragments of the names nvidia-smi / npu-smi / the estimate's bookings give it
+    source: str
+
+
+DEVICES = {d.name: d for d in (
+    Device("V100-16", 16, ("V100-SXM2-16GB", "V100-PCIE-16GB", "V100-16"),
+           "NVIDIA Tesla V100 datasheet: 16 GB or 32 GB HBM2"),
+    Device("V100-32", 32, ("V100-SXM2-32GB", "V100-PCIE-32GB", "V100S", "V100-32"),
+           "NVIDIA Tesla V100 datasheet: 16 GB or 32 GB HBM2"),
+    Device("A100-40", 40, ("A100-SXM4-40GB", "A100-PCIE-40GB", "A100-40"),
+           "NVIDIA A100 datasheet: 40 GB HBM2 or 80 GB HBM2e"),
+    Device("A100-80", 80, ("A100-SXM4-80GB", "A100 80GB", "A100-80"),
+           "NVIDIA A100 datasheet: 40 GB HBM2 or 80 GB HBM2e"),
+    Device("H100-80", 80, ("H100 80GB", "H100 PCIe", "H100-80"), "NVIDIA H100 datasheet: 80 GB (SXM5, PCIe)"),
+    Device("H200-141", 141, ("H200", "H200-141"), "NVIDIA H200 datasheet: 141 GB HBM3e"),
+    Device("910-32", 32, ("Ascend910", "910-32"),
+           "the study's host (8x Ascend 910, 32 GB); Huawei Atlas 300T training card (model 9000): 32 GB HBM"),
+    Device("910B-64", 64, ("Ascend910B", "910B-64"),
+           "Huawei Atlas 800T A2: Ascend 910B1-B3 with 64 GB HBM each (the 910B4 has 32 GB)"),
+)}
+
+
+def device(name: str) -> Device:
+    """The table's device for a name: a key of DEVICES (V100-16), or a device name as nvidia-smi, npu-smi or the
+    estimate's bookings give it ('Tesla V100-SXM2-32GB', Ascend910B); a HarnessError for one the table lacks."""
+    if name in DEVICES:
+        return DEVICES[name]
+    # The longest fragment found wins, so "Ascend910B" is never taken for "Ascend910".
+    hits = sorted(((len(f), d) for d in DEVICES.values() for f in d.names if f.lower() in name.lower()),
+                  key=lambda h: -h[0])
+    if not hits:
+        raise HarnessError(f"--device {name!r}: no such device in the memory table; name one of: "
+                           f"{', '.join(DEVICES)}")
+    return hits[0][1]
+
+
+def table_gib(name: str | None) -> tuple[float | None, str]:
+    """(GiB, source) of a named device from the table; (None, why) for a name it lacks."""
+    try:
+        d = device(name or "")
+    except HarnessError:
+        return None, f"{name or 'the device'} is not in the memory table"
+    return float(d.gib), f"{d.name} as sold"
+
+
+def switched_off() -> bool:
+    return os.environ.get("HARNESS_DEVICE_MEMORY") == "off"
+
+
+def usable(gib: float) -> float:
+    return HEADROOM * gib
+
+
+def fits(need_gib: float, have_gib: float) -> bool:
+    return need_gib <= usable(have_gib)
+
+
+@functools.cache
+def load(path: Path = PREDICTIONS) -> dict[str, Any]:
+    """The committed predictions ({} where the file is missing: nothing is then skipped for memory)."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as e:
+        raise HarnessError(f"{path} cannot be read ({e}); restore it from git or run `{REGENERATE}`") from None
+    if data.get("schema") != SCHEMA:
+        raise HarnessError(f"{path} has schema {data.get('schema')!r}, this harness reads {SCHEMA}; run "
+                           f"`{REGENERATE}`")
+    return data
+
+
+def precision(amp: str) -> str:
+    return "fp32" if amp == "off" else "amp"
+
+
+@dataclass(frozen=True)
+class Need:
+    gib: float
+    basis: str    # what the figure is: the cell's own trace, or whose figure it borrows
+
+
+def need(cell: Cell, predictions: dict[str, Any] | None = None) -> Need | None:
+    """The cell's predicted peak device memory, per device; None for a cell the file does not cover (operators,
+    inference, passes, a model not predicted yet)."""
+    entry = (load() if predictions is None else predictions).get("models", {}).get(cell.model or "")
+    if cell.kind not in ("model", "scaling") or not entry or precision(cell.amp) not in entry:
+        return None
+    got = entry[precision(cell.amp)]
+    gib, basis = got["peak_bytes"] / 2**30, "PyTorch eager, traced"
+    if cell.framework == "mindspore":
+        basis = "its PyTorch twin's figure"
+    elif cell.mode != "eager":
+        basis = "its eager twin's figure"
+    if cell.devices > 1:
+        gib += got["parts_bytes"]["parameters"] / 2**30   # fp32 gradients are the parameters' size, AMP or not
+        basis += ", plus DistributedDataParallel's buckets (one copy of the gradients)"
+    return Need(gib, basis)
+
+
+def too_big(cell: Cell, have_gib: float | None, predictions: dict[str, Any] | None = None) -> str | None:
+    """Why the cell cannot run on a device of `have_gib` (the reason its skipped result records), or None."""
+    if have_gib is None:
+        return None
+    n = need(cell, predictions)
+    if n is None or fits(n.gib, have_gib):
+        return None
+    smallest = next((d.name for d in sorted(DEVICES.values(), key=lambda d: d.gib) if fits(n.gib, d.gib)), None)
+    return (f"predicted to need {n.gib:.1f} GiB of device memory ({n.basis}; harness/devicememory.json), more than "
+            f"{HEADROOM:.0%} of this device's {have_gib:.1f} GiB; run it on a device of at least "
+            f"{n.gib / HEADROOM:.1f} GiB" + (f" ({smallest} or larger)" if smallest else "") + f", or with {OFF} "
+            f"to try it here")
+
+
+def host_memory(platform: str) -> tuple[float | None, str]:
+    """(GiB of the smallest device the platform shows, how it was read); (None, why not) where it cannot be read.
+    NVML through pynvml where installed, else nvidia-smi; npu-smi info's HBM column on Ascend."""
+    if platform == "cuda":
+        return _nvml() or _nvidia_smi()
+    if platform == "ascend":
+        return _npu_smi()
+    return None, "no accelerator on the cpu platform"
+
+
+def _nvml() -> tuple[float, str] | None:
+    try:
+        import pynvml
+    except ImportError:
+        return None
+    try:
+        pynvml.nvmlInit()
+        try:
+            totals = [pynvml.nvmlDeviceGetMemoryInfo(pynvml.nvmlDeviceGetHandleByIndex(i)).total
+                      for i in range(pynvml.nvmlDeviceGetCount())]
+        finally:
+            pynvml.nvmlShutdown()
+    except pynvml.NVMLError:
+        return None
+    return (min(totals) / 2**30, "NVML") if totals else None
+
+
+def _run(argv: list[str]) -> str | None:
+    if not shutil.which(argv[0]):
+        return None
+    try:
+        return subprocess.run(argv, capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def nvidia_smi_gib(text: str) -> float | None:
+    """The smallest GPU's memory in `nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits` (MiB)."""
+    mib = [float(line) for line in text.split() if line.replace(".", "", 1).isdigit()]
+    return min(mib) / 1024 if mib else None
+
+
+def _nvidia_smi() -> tuple[float | None, str]:
+    out = _run(["nvidia-smi", "--query-gpu=memory.total", "--format=csv,noheader,nounits"])
+    gib = nvidia_smi_gib(out or "")
+    return (gib, "nvidia-smi") if gib else (None, "neither NVML nor nvidia-smi reported a GPU's memory")
+
+
+def npu_smi_gib(text: str) -> float | None:
+    """The smallest chip's HBM (else DDR) in `npu-smi info`'s table, in GiB (harness.telemetry.npusmi parses it)."""
+    from harness.telemetry import npusmi
+
+    totals = [t for chip in npusmi.parse_info(text)["chips"] if (t := npusmi.chip_memory(chip)[1])]
+    return min(totals) / 1024 if totals else None
+
+
+def _npu_smi() -> tuple[float | None, str]:
+    gib = npu_smi_gib(_run(["npu-smi", "info"]) or "")
+    return (gib, "npu-smi info") if gib else (None, "npu-smi info reported no NPU's memory")
+
+
+def fingerprint(spec: ModelSpec, model: str) -> str:
+    """What a prediction depends on: the sizes of the model's settings (not its rates), its data and the model
+    package's code (its __init__.py and pytorch.py, which the trace runs). Another fingerprint: a stale prediction."""
+    sizes = {k: v for k, v in spec.to_dict()["hparams"].items() if k not in NOT_SIZES}
+    code = {f: hashlib.sha256((MODELS_DIR / model / f).read_bytes()).hexdigest() for f in ("__init__.py", "pytorch.py")}
+    blob = json.dumps({"hparams": sizes, "dataset": spec.dataset, "train_samples": spec.train_samples, "code": code},
+                      sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def stale(model_specs: dict[str, ModelSpec], predictions: dict[str, Any] | None = None) -> list[str]:
+    """The models whose committed prediction is missing or was made for other sizes or code."""
+    have = (load() if predictions is None else predictions).get("models", {})
+    return sorted(m for m, spec in model_specs.items()
+                  if m not in have or have[m].get("fingerprint") != fingerprint(spec, m))
+
+
+@dataclass(frozen=True)
+class Row:
+    """The cells of one model, precision and kind (1 device, or data-parallel): they share one predicted figure."""
+    model: str
+    precision: str
+    size: str             # batch x sequence, as the profile sets them
+    parallel: bool        # data-parallel cells (per device: plus the gradients' buckets)
+    gib: float
+    cells: tuple[Cell, ...]
+
+
+def rows(cells: list[Cell], predictions: dict[str, Any] | None = None) -> list[Row]:
+    """The profile's predicted cells grouped by the figure they share, in the profile's model order."""
+    groups: dict[tuple, list[Cell]] = {}
+    for c in cells:
+        n = need(c, predictions)
+        if n is not None:
+            groups.setdefault((c.model, precision(c.amp), c.devices > 1, n.gib), []).append(c)
+    out = []
+    for (model, prec, parallel, gib), group in groups.items():
+        hp = group[0].spec.hparams
+        size = " x ".join(str(hp[k]) for k in ("batch", "max_len") if k in hp) or "whole graph"
+        out.append(Row(model, prec, size, parallel, gib, tuple(group)))
+    return out
+
+
+def fit_table(cells: list[Cell], predictions: dict[str, Any] | None = None) -> list[str]:
+    """What `harness list` and `harness estimate` print: each row's predicted GiB and whether it fits each device."""
+    found = rows(cells, predictions)
+    if not found:
+        return ["device memory: no prediction covers these cells (harness/devicememory.json)"]
+    names = list(DEVICES)
+    head = f"{'model':10} {'precision':9} {'batch x seq':11} {'devices':7} {'GiB':>6} {'cells':>5}  " + \
+        " ".join(f"{n:>8}" for n in names)
+    out = [f"device memory, predicted on the CPU ({REGENERATE}); a cell fits a device where it needs at most "
+           f"{HEADROOM:.0%} of its memory:", head]
+    for r in found:
+        out.append(f"{r.model:10} {r.precision:9} {r.size:11} {'2+ each' if r.parallel else '1':7} {r.gib:6.2f} "
+                   f"{len(r.cells):5}  " + " ".join(f"{'fits' if fits(r.gib, DEVICES[n].gib) else 'SKIP':>8}"
+                                                    for n in names))
+    return out
