@@ -2,8 +2,8 @@
 NPU is needed: a fake /dev (HARNESS_DEV_DIR) and fake docker/podman scripts on PATH stand in."""
 
 import json
-import re
 import os
+import re
 import shlex
 import shutil
 import subprocess
