@@ -200,15 +200,17 @@ def _estimate(args) -> int:
         raise HarnessError(f"--devices {devices}: a host has at least 1 device")
     fake = {estimate.stepmodel.ALL} if args.synthetic == "all" else set(
         filter(None, (args.synthetic or "").split(",")))
-    proj = estimate.project(m, args.profile, platform, run=folders, device=device, devices=devices, synthetic=fake)
-    run = folders
-    print("\n".join(estimate.projection_lines(proj, run)))
+    # The device's memory from the table (a booking's device, or --device by name): the cells it cannot hold are
+    # left out of the estimate as the run leaves them out (harness.devicememory).
+    gib, source = devicememory.table_gib(device or estimate.reference_device(folders[0]))
+    proj = estimate.project(m, args.profile, platform, run=folders, device=device, devices=devices, synthetic=fake,
+                            memory=(gib, source))
+    print("\n".join(estimate.projection_lines(proj, folders)))
     cells = m.expand(args.profile)
     print("\n".join(devicememory.fit_table(cells)))
-    gib, source = devicememory.table_gib(proj["device"])
     said = Host(platform, args.profile, devices, {}, m, gib, source).memory_line(cells)
     if said and gib is not None:
-        print(f"{proj['device']}: {said}; the estimate above still counts them")
+        print(f"{proj['device']}: {said}, and left out of the estimate above")
     return 0
 
 

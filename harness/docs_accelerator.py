@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from harness import estimate, matrix
+from harness import devicememory, estimate, matrix
 from harness.docs_render import Run, duration
 
 # (who books it, profile, platform, device name as its tool reports it, devices): the hosts ARTIFACT.md promises a fit.
@@ -30,17 +30,22 @@ def accelerator_estimates(runs: Sequence[Run]) -> str:
     """A table of the estimated wall time per host, its largest parts and what it rests on."""
     gpu = _accelerator_runs(runs)
     m = matrix.load()
-    rows = ["| host | profile | estimate | the largest parts | cells: measured / like a measured one / from "
-            "another precision / from another cell of their kind / nothing to go on |", "|---|---|---|---|---|"]
+    rows = ["| host | profile | estimate (planned repeats, up to every comparison at max_repeats) | the largest parts "
+            "| cells: measured / like a measured one / from another precision / from another cell of their kind / "
+            "nothing to go on | left out: device memory |", "|---|---|---|---|---|---|"]
     for who, profile, platform, device, devices in HOSTS:
         # The runs the runner itself would read on that host (its profile's own first), among the committed ones.
         folders, _ = estimate.references(platform, profile, gpu[0].path.parent)
-        p = estimate.project(m, profile, platform, run=folders, device=device, devices=devices)
+        memory = devicememory.table_gib(device or estimate.reference_device(folders[0]))
+        p = estimate.project(m, profile, platform, run=folders, device=device, devices=devices, memory=memory)
         parts = sorted(p["groups"].items(), key=lambda kv: -kv[1])[:3]
         b = p["bases"]
-        rows.append(f"| {who} | {profile} | {duration(p['total_s'])} for {p['runs'] - p['skipped']} runs | "
-                    + ", ".join(f"{name} {duration(s)}" for name, s in parts) + " | "
-                    + " / ".join(str(b.get(k, 0)) for k in ("measured", "like", "model", "kind", "none")) + " |")
+        big = sorted({f"{c.model} {devicememory.precision(c.amp)}" for c in m.expand(profile)
+                      if devicememory.too_big(c, memory[0]) and c.model and c.devices_per_node <= devices})
+        rows.append(f"| {who} | {profile} | {duration(p['total_s'])} for {p['runs'] - p['skipped']} runs, up to "
+                    f"{duration(p['upper_s'])} | " + ", ".join(f"{name} {duration(s)}" for name, s in parts) + " | "
+                    + " / ".join(str(b.get(k, 0)) for k in ("measured", "like", "model", "kind", "none")) + " | "
+                    + (f"{', '.join(big)} cells ({memory[0]:.0f} GiB a device)" if big else "none") + " |")
     hosts = sorted({estimate.reference_device(r.path) or "?" for r in gpu})
     dates = sorted({r.date() for r in gpu})
     return "\n".join(rows) + (
@@ -53,7 +58,11 @@ def accelerator_estimates(runs: Sequence[Run]) -> str:
         f"cells at the CPU run's times (their time is process start and a fixed timing budget). Another device "
         f"scales the device's part of a step by the two devices' dense peaks at the cell's precision (fp16's for "
         f"the Ascend 910, which publishes no FP32 figure); the host's part is kept, since a host-bound step does "
-        f"not slow down with the device. Real CIFAR-10 (50,000 images) is assumed. **Estimates, not measurements.**")
+        f"not slow down with the device. Real CIFAR-10 (50,000 images) is assumed. The upper figure runs every cell a "
+        f"comparison rests on to the profile's max_repeats; the cells a device cannot hold (predicted on the CPU, "
+        f"[docs/methodology/device-memory.md](docs/methodology/device-memory.md)) are left out, as the run skips "
+        f"them. Not in the figures: the image build, the downloads and, on an H100, MindSpore's first-run PTX "
+        f"compilation (`harness estimate` prints each). **Estimates, not measurements.**")
 
 
 def gpu_measured(runs: Sequence[Run]) -> str:

@@ -187,14 +187,16 @@ BOOKINGS = {"V100": ("cuda", "Tesla V100-SXM2-32GB", 1), "H100": ("cuda", "NVIDI
 
 
 def project(matrix, profile: str, platform: str, *, run: Path | Sequence[Path], device: str | None, devices: int,
-            synthetic: Iterable[str] = ()) -> dict[str, Any]:
+            synthetic: Iterable[str] = (), memory: tuple[float | None, str] | None = None) -> dict[str, Any]:
     """The whole profile's estimated seconds on a host of `devices` devices named `device` (None: the reference's),
     every framework installed, from the reference run folder(s) `run` (of any platform: an Ascend host's estimate
-    scales a GPU run): per model (operators together), the total, and the cells' bases."""
+    scales a GPU run): per model (operators together), the total, the range up to the profile's max_repeats, and
+    the cells' bases per model. `memory`: each device's (GiB, source): cells predicted not to fit are skipped, as
+    the run skips them (harness.devicememory)."""
     from harness.host import Host
     from harness.matrix import schedule
 
-    host = Host(platform, profile, devices, {}, matrix)
+    host = Host(platform, profile, devices, {}, matrix, *(memory or (None, "not given")))
     todo = schedule(matrix.expand(profile))
     folders = [run] if isinstance(run, Path) else list(run)
     ref_dev = reference_device(folders[0])
@@ -206,11 +208,26 @@ def project(matrix, profile: str, platform: str, *, run: Path | Sequence[Path], 
         groups[key or cell.kind] = groups.get(key or cell.kind, 0.0) + (p["first"] if repeat == 0 else
                                                                         p["by_cell"])[cell.id]
     bases: dict[str, int] = {}
-    for h in p["how"].values():
+    per_model: dict[str, dict[str, int]] = {}
+    cells = {c.id: c for c, _ in todo}
+    for cid, h in p["how"].items():
         bases[h] = bases.get(h, 0) + 1
-    return {"total_s": p["cells"] + p["extra"] + p["outside"], "groups": groups, "bases": bases,
-            "runs": p["runs"], "skipped": p["skipped"], "device": device or ref_dev, "reference_device": ref_dev,
-            "devices": devices}
+        cell = cells.get(cid)
+        if cell is not None and cell.kind in ("model", "scaling") and not host.verdict(cell):
+            counts = per_model.setdefault(cell.model or cell.kind, {})
+            counts[h] = counts.get(h, 0) + 1
+    # The most the sequential repeats can add: every cell a comparison rests on (claim_repeats > repeats) run to the
+    # profile's cap, at its estimated seconds a repeat, and the time outside the cells in proportion.
+    cap = matrix.max_repeats(profile, None, None)
+    more = sum(p["by_cell"][c.id] * (cap - c.repeats) for c in cells.values()
+               if c.repeats > 1 and c.repeats < cap and not host.verdict(c))
+    total = p["cells"] + p["extra"] + p["outside"]
+    upper = total + more * (1 + p["outside"] / max(p["cells"] + p["extra"], 1e-9))
+    return {"total_s": total, "upper_s": max(upper, total), "cap": cap, "groups": groups, "bases": bases,
+            "per_model": per_model, "runs": p["runs"], "skipped": p["skipped"], "device": device or ref_dev,
+            "reference_device": ref_dev, "devices": devices, "platform": platform,
+            "reference_frameworks": {r.get("framework") for f in folders for r in RunStore(f).results()
+                                     if r.get("status") == "ok"}}
 
 
 def projection_lines(proj: dict[str, Any], run: Path | Sequence[Path]) -> list[str]:
@@ -218,7 +235,8 @@ def projection_lines(proj: dict[str, Any], run: Path | Sequence[Path]) -> list[s
     shown = ", ".join(_shown(f) for f in ([run] if isinstance(run, Path) else run))
     b = proj["bases"]
     out = [f"{proj['device']} x {proj['devices']}: about {duration(proj['total_s'])} for {proj['runs']} runs "
-           f"({proj['skipped']} skipped there), from {shown} ({proj['reference_device']})"]
+           f"({proj['skipped']} skipped there), up to {duration(proj['upper_s'])} if every comparison takes its "
+           f"repeats to the profile's max_repeats ({proj['cap']}), from {shown} ({proj['reference_device']})"]
     for name, s in sorted(proj["groups"].items(), key=lambda kv: -kv[1]):
         out.append(f"    {name:12} {duration(s)}")
     out.append(f"    cells: {b.get('measured', 0)} measured there, {b.get('like', 0)} from a cell of the same model "
@@ -226,4 +244,33 @@ def projection_lines(proj: dict[str, Any], run: Path | Sequence[Path]) -> list[s
                f"from another cell of their kind, {b.get('none', 0)} with nothing to go on"
                + (f"; scaled by the dense peaks of {proj['reference_device']} and {proj['device']}"
                   if proj["device"] != proj["reference_device"] else ""))
+    if not proj.get("reference_frameworks", {"mindspore"}) & {"mindspore"}:
+        out.append("    MindSpore's cells at PyTorch's times: no committed run measured MindSpore on this platform")
+    # Per model: how many of its cells rest on a measured cell of the same model and precision, and on what device.
+    on = proj["reference_device"] + ("" if proj["device"] == proj["reference_device"] else
+                                     f", not on a {proj['device']}: scaled")
+    for model, counts in sorted(proj.get("per_model", {}).items()):
+        same = counts.get("measured", 0) + counts.get("like", 0)
+        rest = sum(counts.values()) - same
+        out.append(f"    {model:12} {same} of its {sum(counts.values())} cells rest on a measured cell of the same "
+                   f"model and precision ({on})" + (f"; {rest} on less" if rest else ""))
+    out += [f"    not in the total: {line}" for line in _not_in_total(proj["platform"])]
+    return out
+
+
+def _not_in_total(platform: str) -> list[str]:
+    """What a booking costs besides the cells, each on its own line: the image build and its downloads (the
+    preflight's host.toml [build.*], measured where it says so) and, on a GPU, MindSpore's first-run PTX JIT."""
+    from harness.preflight import data
+
+    try:
+        build = data.host()["build"].get(platform)
+    except (data.DataError, OSError, KeyError):
+        return []
+    out = [f"the image build: {build['time']}", f"its downloads: {build['download']}",
+           "the datasets: about 0.4 GB, downloaded and verified before the first cell (not timed here)"]
+    if platform == "cuda":
+        out.append("MindSpore's first run on an H100 (sm_90): the driver compiles its kernels from PTX, once per "
+                   "host and driver (docs/platforms/cuda.md; not measured here, MindSpore's FAQ gives about 5 "
+                   "minutes on a V100 for a release whose kernels were PTX)")
     return out

@@ -161,8 +161,8 @@ def test_list_and_estimate_print_which_cells_fit_each_device(capsys):
     too_big = [c for c in cells.values() if (n := devicememory.need(c)) and n.gib > 0.9 * 32 and c.devices == 1]
     assert too_big, "nothing is too large for a V100-32 any more: the check below would prove nothing"
     assert (f"Tesla V100-SXM2-32GB: device memory: 32.0 GiB a device (V100-32 as sold); {len(too_big)} cells "
-            f"predicted to need more than 90% of it are recorded as skipped (bert); the estimate above still counts "
-            f"them") in out
+            f"predicted to need more than 90% of it are recorded as skipped (bert), and left out of the estimate "
+            f"above") in out
     assert "device memory, predicted on the CPU" in out
 
 
