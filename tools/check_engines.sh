@@ -9,8 +9,8 @@
 #
 # cpu:  tools/walk.sh cpu --container (check, load, check again, a GCN slice and one cell of every other model,
 #       a second run refused, --resume, the results the caller's) as a non-root user, with rootless podman; then
-#       the same with docker when its engine starts here (its own daemon, data root and socket, stopped after),
-#       or one line why not.
+#       the same with docker on the GCN cells when its engine starts here (its own daemon, data root and socket,
+#       stopped after), or one line why not.
 # cuda: rootful podman reads buildah's storage; with a stand-in /dev/nvidia0 (HARNESS_DEV_DIR) and a stand-in CDI
 #       spec for nvidia.com/gpu=all (no devices, one variable), `./reproduce.sh cuda` executes its real run line
 #       (mounts, environment, podman's CDI request): the harness inside must end in its one no-GPU line. The walk
@@ -84,7 +84,7 @@ if [ "$what" = cpu ]; then
   unbuildable=()
   [ "${version%%.*}" -ge 23 ] 2> /dev/null || unbuildable=(--unbuildable "builds without BuildKit")
   DOCKER_HOST="unix://$sock" "$root/tools/walk.sh" cpu --container --load "$archive" --as "$user" --engine docker \
-    --data-dir "$data" \
+    --data-dir "$data" --gcn-only \
     --storage "$cache/docker-root" "${unbuildable[@]}" --transcript "$cache/walk-docker.md" \
     || fail "the walk in docker (above)"
   exit 0
