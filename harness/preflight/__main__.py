@@ -14,11 +14,22 @@ import platform as platform_mod
 import sys
 from pathlib import Path
 
-from harness.preflight import Row, checks_allocator, checks_ascend, checks_common, checks_cuda, data, render, step
+from harness.preflight import (
+    Row,
+    checks_allocator,
+    checks_ascend,
+    checks_common,
+    checks_cuda,
+    checks_host,
+    data,
+    render,
+    step,
+)
 from harness.preflight.host import REPO, Host, collect
 
 
-def evaluate(host: Host, cuda: dict, stacks: dict, hostdata: dict, steps: bool = True) -> list[Row]:
+def evaluate(host: Host, cuda: dict, stacks: dict, hostdata: dict, steps: bool = True,
+             host_dir: bool = True) -> list[Row]:
     p, f = host.platform, host.facts
     container = f.get("mode") == "container"
     rows: list[Row] = []
@@ -37,6 +48,8 @@ def evaluate(host: Host, cuda: dict, stacks: dict, hostdata: dict, steps: bool =
         if p == "cuda":
             rows.append(checks_cuda.container_access_row(host, hostdata))
     rows.append(checks_common.disk_row(host, hostdata, p))
+    if not host_dir:   # a recorded host (the tests' fixtures) has no memory or data folder of its own
+        rows += [checks_host.memory_row(), checks_host.data_row()]
     if container:
         rows.append(checks_common.image_row(host, p))
     return rows + (checks_common.step_rows(host, p) if steps else [])
@@ -101,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
                   else "natively")
     on = f"the recorded host {Path(args.host_dir).name}" if args.host_dir else platform_mod.node() or "this host"
     print(f"{args.prog} --check {host.platform}: {where_text}, on {on} ({f.get('machine', '?')})\n")
-    rows = evaluate(host, cuda, stacks, hostdata, steps=not args.no_step)
+    rows = evaluate(host, cuda, stacks, hostdata, steps=not args.no_step, host_dir=bool(args.host_dir))
     print(render.table(rows))
     sources = {**cuda.get("sources", {}), **hostdata.get("sources", {}),
                **{f"ascend.toml chip.{c}": {"title": "; ".join(s["sources"]), "url": "harness/preflight/ascend.toml"}
