@@ -17,6 +17,7 @@
 #       of cuda and ascend on a host without the device follows (tools/walk.sh).
 # The machine's limits (runc, cgroupfs, explicit rlimits, the host network) come from tools/ci/containers.conf.
 set -euo pipefail
+trap 'echo "check_engines.sh: stopped at line $LINENO: $BASH_COMMAND" >&2' ERR
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 what="${1:-}"

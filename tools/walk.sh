@@ -19,6 +19,7 @@
 # while the first is going (refused in one line), and checks that every result file belongs to the caller and
 # that the data was mounted read-only.
 set -euo pipefail
+trap 'echo "walk.sh: stopped at line $LINENO: $BASH_COMMAND" >&2' ERR
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 platform="${1:-}"
@@ -75,7 +76,8 @@ rows=()
 fail() { echo "walk.sh: FAILED: $*" >&2; print_transcript; exit 1; }
 # The disk a step took: what grew under the walk's folder (clone, .venv, data, results) and the engine's storage
 # (--storage), measured with du, so that other jobs on the host do not count.
-used_gb() { du -sk "$work" ${storage:+"$storage"} 2> /dev/null | awk '{ k += $1 } END { printf "%.2f", k * 1024 / 1e9 }'; }
+# (du reports files an engine removes while it counts as errors: what it could count is the figure.)
+used_gb() { { du -sk "$work" ${storage:+"$storage"} 2> /dev/null || true; } | awk '{ k += $1 } END { printf "%.2f", k * 1024 / 1e9 }'; }
 print_transcript() {
   local t
   t="$(printf '| step | command | exit | wall | disk | printed next |\n| --- | --- | --- | --- | --- | --- |\n'
@@ -146,7 +148,10 @@ elif [ "$platform" = cpu ]; then
   bg=$!
   for _ in $(seq 1 120); do [ -s "$out/run.json" ] && break; sleep 1; done
   [ -s "$out/run.json" ] || { kill "$bg" 2> /dev/null || true; tail -20 "$work/run.log" >&2; fail "the run wrote no run.json in 120 s"; }
-  step concurrent 2 "is in use by another run" ./reproduce.sh cpu --container "${run_args[@]}" --resume
+  # The second run on the folder: all data generated, so that no fetch container stands before it and it meets the
+  # first while that one still runs (the lock is taken before anything of the folder is read).
+  step concurrent 2 "is in use by another run" ./reproduce.sh cpu --container --synthetic --only "$cells" --repeats 1 \
+    --max-repeats 1 --out "$out" --resume
   [ "$(grep -c '^error: ' "$last_log")" = 1 ] || fail "the refused run said more than one error line"
   rc=0; wait "$bg" || rc=$?
   rows+=("| run | \`./reproduce.sh cpu --container --only '$([ "$every_model" = 1 ] && echo "GCN fp32 + one cell per model" || echo "GCN fp32")' ...\` | $rc | $(($(date +%s) - t0)) s | $(awk -v a="$f0" -v b="$(used_gb)" 'BEGIN { printf "%+.2f GB", b - a }') | report: run/report/report.html |")
