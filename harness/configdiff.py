@@ -40,6 +40,14 @@ def allocators(env: dict[str, Any]) -> dict[tuple[str, str], str]:
             **{(fw, "operator"): name for fw, name in (a.get("operator_cells_on_cpu") or {}).items()}}
 
 
+def allocator_changes(got: dict[tuple[str, str], str],
+                      want: dict[tuple[str, str], str]) -> list[tuple[str, str, str, str, str]]:
+    """(framework, kind, label, got, wanted) for every kind of cell whose allocator differs between two
+    {(framework, kind): allocator} maps (allocators(), or the check's for this host), where both name one."""
+    return [(fw, kind, label, got[(fw, kind)], want[(fw, kind)]) for fw, kind, label in KINDS
+            if got.get((fw, kind)) and want.get((fw, kind)) and got[(fw, kind)] != want[(fw, kind)]]
+
+
 def allocator_signature(env: dict[str, Any]) -> str:
     """A short text of the allocators a run's cells got (what tells two such runs apart in a report's labels)."""
     got = allocators(env)
@@ -91,14 +99,11 @@ def differences(meta: dict[str, Any], env: dict[str, Any]) -> list[dict[str, str
                  "moves": f"nothing to compare with: no committed run of {platform}-{profile} under docs/runs"}]
     want_meta, want_env = _load(folder / "run.json"), _load(folder / "env.json")
     out = []
-    got_a, want_a = allocators(env), allocators(want_env)
-    for fw, kind, label in KINDS:
-        g, w = got_a.get((fw, kind)), want_a.get((fw, kind))
-        if g and w and g != w:
-            moves = ("C1 and every PyTorch CPU throughput; " + effect(g, w)).rstrip("; ") if fw == "pytorch" else (
-                "Figure 5's operator ratios (MindSpore's operator processes agree with each other under tcmalloc, "
-                "not under glibc: docs/methodology/operators.md)" if kind == "operator" else "")
-            out.append({"what": f"allocator of {label}", "here": g, "expected": w, "moves": moves})
+    for fw, kind, label, g, w in allocator_changes(allocators(env), allocators(want_env)):
+        moves = ("C1 and every PyTorch CPU throughput; " + effect(g, w)).rstrip("; ") if fw == "pytorch" else (
+            "Figure 5's operator ratios (MindSpore's operator processes agree with each other under tcmalloc, "
+            "not under glibc: docs/methodology/operators.md)" if kind == "operator" else "")
+        out.append({"what": f"allocator of {label}", "here": g, "expected": w, "moves": moves})
     for package, name in (("torch", "PyTorch"), ("mindspore", "MindSpore")):
         g, w = (env.get("packages") or {}).get(package), (want_env.get("packages") or {}).get(package)
         if g != w:

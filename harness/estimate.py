@@ -70,14 +70,15 @@ def plan(todo: Sequence[tuple[Cell, int]], run: Path | Sequence[Path], *, here: 
     """Seconds: `cells` (the planned runs at their reference times, or from its step times: harness.stepmodel),
     `extra` (the reference's extra repeats of cells in this plan), `outside` (the reference's time outside its cells,
     in proportion), `unknown` (planned runs nothing measured predicts), `by_cell` (each cell's seconds a repeat),
-    `how` (each cell's basis), and `runs`/`extra_runs`/`skipped`. `run`: the reference run folder, or several whose
-    step times serve (the rounds and the time outside the cells are the first one's); `here`: this host's device
-    name, where it differs from the reference's; `synthetic`: the datasets this run generates; `skip(cell)`: why a
-    cell will not run here."""
+    `how` (each cell's basis), `frameworks` (those the reference runs measured), and `runs`/`extra_runs`/`skipped`.
+    `run`: the reference run folder, or several whose step times serve (the rounds and the time outside the cells are
+    the first one's); `here`: this host's device name, where it differs from the reference's; `synthetic`: the
+    datasets this run generates; `skip(cell)`: why a cell will not run here."""
     folders = [run] if isinstance(run, Path) else list(run)
     meta = RunStore(folders[0]).read_meta() if folders else {}
     times = per_cell(folders[0]) if folders else {}
     pool = stepmodel.donors(folders[::-1])   # the first folder's cells before the others' (a later one wins)
+    frameworks = {d.framework for d in pool.values() if d.ok}   # what the reference runs measured, ok
     pool.update(_timed_elsewhere(folders, pool))
     ref_fake = set().union(*(_synthetic_of(RunStore(f).read_meta(), pool) for f in folders)) if folders else set()
     est = stepmodel.plan(todo, pool, here=here, synthetic=synthetic, ref_synthetic=ref_fake, skip=skip,
@@ -93,7 +94,7 @@ def plan(todo: Sequence[tuple[Cell, int]], run: Path | Sequence[Path], *, here: 
     share = (est.total_s + extra) / recorded if recorded else 0.0
     return {"cells": est.total_s, "extra": extra, "outside": max(wall - recorded, 0.0) * min(share, 1.0),
             "unknown": unknown, "runs": len(todo), "extra_runs": len(extra_runs), "skipped": est.skipped,
-            "by_cell": est.per_cell, "first": est.first, "how": est.how}
+            "by_cell": est.per_cell, "first": est.first, "how": est.how, "frameworks": frameworks}
 
 
 def _timed_elsewhere(folders: Sequence[Path], pool: dict[str, stepmodel.Donor]) -> dict[str, stepmodel.Donor]:
@@ -226,8 +227,7 @@ def project(matrix, profile: str, platform: str, *, run: Path | Sequence[Path], 
     return {"total_s": total, "upper_s": max(upper, total), "cap": cap, "groups": groups, "bases": bases,
             "per_model": per_model, "runs": p["runs"], "skipped": p["skipped"], "device": device or ref_dev,
             "reference_device": ref_dev, "devices": devices, "platform": platform,
-            "reference_frameworks": {r.get("framework") for f in folders for r in RunStore(f).results()
-                                     if r.get("status") == "ok"}}
+            "reference_frameworks": p["frameworks"]}
 
 
 def projection_lines(proj: dict[str, Any], run: Path | Sequence[Path]) -> list[str]:

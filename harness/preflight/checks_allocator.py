@@ -22,19 +22,13 @@ KINDS = configdiff.KINDS
 
 
 def on_this_host(env: dict[str, str] | None = None) -> dict[tuple[str, str], str]:
-    """{(framework, kind): allocator} as a cell of that kind gets it here (HARNESS_ALLOCATOR honoured)."""
-    saved = os.environ.get("HARNESS_ALLOCATOR")
+    """{(framework, kind): allocator} as a cell of that kind gets it here (HARNESS_ALLOCATOR honoured: env's, else
+    this process's)."""
+    requested = (env or {}).get("HARNESS_ALLOCATOR")
     try:
-        if env is not None and "HARNESS_ALLOCATOR" in env:
-            os.environ["HARNESS_ALLOCATOR"] = env["HARNESS_ALLOCATOR"]
-        return {(fw, kind): allocator.choose(fw, platform="cpu", kind=kind)[0] for fw, kind, _ in KINDS}
+        return {(fw, kind): allocator.choose(fw, requested, platform="cpu", kind=kind)[0] for fw, kind, _ in KINDS}
     except Exception:  # noqa: BLE001 - a bad HARNESS_ALLOCATOR is the run's one-line error, not the check's
         return {}
-    finally:
-        if saved is None:
-            os.environ.pop("HARNESS_ALLOCATOR", None)
-        else:
-            os.environ["HARNESS_ALLOCATOR"] = saved
 
 
 def expected() -> dict[tuple[str, str], str]:
@@ -53,22 +47,20 @@ def install_line(missing: list[str]) -> str:
 
 def row(env: dict[str, str] | None = None, container: bool = False) -> Row:
     check, needed = "memory allocator (CPU cells)", "what the expected results used (docs/runs/cpu-quick)"
-    want = expected()
     if container:
         return Row(check, "the image installs tcmalloc and jemalloc", needed, PASS)
-    got = on_this_host(env)
+    got, want = on_this_host(env), expected()
     if not got or not want:
         return Row(check, "not read", needed, NOTE, note="the allocators could not be compared (HARNESS_ALLOCATOR, "
                                                          "or docs/runs/cpu-quick/env.json unreadable)")
     found = "; ".join(f"{label}: {got[(fw, kind)]}" for fw, kind, label in KINDS)
     needed = "the expected results': " + "; ".join(f"{label}: {want.get((fw, kind), '?')}"
                                                    for fw, kind, label in KINDS)
-    differ = [(label, got[(fw, kind)], want[(fw, kind)]) for fw, kind, label in KINDS
-              if (fw, kind) in want and got[(fw, kind)] != want[(fw, kind)]]
+    differ = configdiff.allocator_changes(got, want)
     if not differ:
         return Row(check, found, needed, PASS)
-    missing = sorted({w for _, _, w in differ if w in allocator.LIBRARIES and not allocator.find_library(w)})
-    what = "; ".join(f"{label} get {g}, not {w}" for label, g, w in differ)
+    missing = sorted({w for *_, w in differ if w in allocator.LIBRARIES and not allocator.find_library(w)})
+    what = "; ".join(f"{label} get {g}, not {w}" for _, _, label, g, w in differ)
     size = configdiff.effect(got[("pytorch", "model")], want[("pytorch", "model")])
     fix = (f"{install_line(missing)}, or run in the image (--container)" if missing
            else "unset HARNESS_ALLOCATOR")
