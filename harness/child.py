@@ -14,7 +14,7 @@ import sys
 import time
 import traceback
 
-from harness import eventlog, mlperf, operators, profiling, scenarios, telemetry
+from harness import accumulation, eventlog, mlperf, operators, profiling, scenarios, telemetry
 from harness.cell import Cell
 from harness.context import CellContext
 from harness.errors import Unsupported
@@ -60,7 +60,7 @@ def main(spec_path: str) -> int:
     ctx = CellContext(cell=cell, platform=spec["platform"], repeat=spec["repeat"], data_folder=spec["data_folder"],
                       synthetic=spec["synthetic"], rank=rank, local_rank=local_rank, world_size=world,
                       profile_dir=spec["log"].removesuffix(".log") + ".profile" if profiled else None,
-                      turns=spec.get("turns"))
+                      turns=spec.get("turns"), accumulation_steps=int(spec.get("accumulation_steps") or 1))
     events_path = rank_path(spec["events"], rank, world)
     events = eventlog.EventLog(events_path)
     t_events0 = time.perf_counter() - events.elapsed()  # the event log's clock origin on the sampler's clock
@@ -73,11 +73,14 @@ def main(spec_path: str) -> int:
     events.log(eventlog.INIT_START, event_type=eventlog.START, cell=cell.id, repeat=ctx.repeat, rank=rank)
     scenario = scenarios.for_kind(cell.kind)
     out: dict = {"process_env": spec.get("process_env", {}), "rank": rank, "world_size": world}
-    framework_peak, framework_why = None, None
+    framework: dict[str, float | None] = {}   # the framework's own peaks: allocated and reserved
+    framework_why = None
     try:
         if scenario is None:
             raise Unsupported(f"no scenario measures '{cell.kind}' cells yet")
         ctx.settings = backend.setup(ctx)
+        if cell.kind in mlperf.TRAINING_KINDS:
+            ctx.settings.update(accumulation.settings(ctx.accumulation_steps, ctx.hparams.get("batch")))
         if spec.get("cpu_cores"):
             ctx.settings["cpu_cores"] = process_cores()
         if cell.kind == "operator" and spec["platform"] == "cpu":
@@ -87,7 +90,7 @@ def main(spec_path: str) -> int:
         mlperf.log_setup(events, ctx, os.path.join("cells", cell.id, os.path.basename(spec_path)))
         events.log(eventlog.INIT_STOP, event_type=eventlog.END)
         out.update(scenario.run(ctx, backend, events))
-        framework_peak, framework_why = telemetry.framework_peak(backend, ctx)
+        framework, framework_why = _framework_memory(backend, ctx)
         out["status"] = "ok"
     except Unsupported as e:
         out.update(status="skipped", reason=str(e))
@@ -95,7 +98,7 @@ def main(spec_path: str) -> int:
         events.close()
         recording = sampler.stop() if sampler is not None else None
     if out.get("status") == "ok":
-        out.update(_telemetry(recording, events_path, out, cell, t_events0, framework_peak, framework_why))
+        out.update(_telemetry(recording, events_path, out, cell, t_events0, framework, framework_why))
     profiling.run_after(out)   # the profiled pass, after the measurements and telemetry (harness.profiling)
     out.update(node=nodes().rank, host=socket.gethostname())
     write_json_atomic(rank_path(spec["child_result"], rank, world), out)
@@ -165,14 +168,24 @@ def leave_now(rc: int) -> None:
     os._exit(rc)
 
 
-def _telemetry(recording, events_path, out, cell, t_events0, framework_peak, framework_why) -> dict:
+def _framework_memory(backend, ctx) -> tuple[dict[str, float | None], str | None]:
+    """The framework's own peaks, allocated and reserved (MB), and why either is missing (None where both were
+    read)."""
+    peak, why = telemetry.framework_peak(backend, ctx)
+    reserved, why_reserved = telemetry.framework_peak(backend, ctx, "reserved_memory_mb")
+    return ({"framework_peak_mb": peak, "framework_reserved_mb": reserved},
+            "; ".join(w for w in (why, why_reserved) if w) or None)
+
+
+def _telemetry(recording, events_path, out, cell, t_events0, framework, framework_why) -> dict:
     """The result's telemetry keys; a failure here is recorded, it never fails a cell that was measured."""
     try:
         keys = telemetry.summarise(recording, eventlog.read(events_path), out, cell.kind, cell.spec, t_events0,
-                                   framework_peak)
+                                   **framework)
     except Exception as e:  # noqa: BLE001 - the cell's measurements stand without telemetry
         return {"telemetry": {"error": f"{type(e).__name__}: {e}"[:300]},
-                "framework_peak_memory_mb": framework_peak}
+                "framework_peak_memory_mb": framework.get("framework_peak_mb"),
+                "framework_reserved_memory_mb": framework.get("framework_reserved_mb")}
     details = keys.setdefault("telemetry", {})
     if recording is None:
         details["disabled"] = "HARNESS_TELEMETRY=off"

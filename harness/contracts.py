@@ -77,6 +77,10 @@ class Backend(Protocol):
     def peak_memory_mb(self, ctx: CellContext) -> float | None:
         """The framework's own peak device memory, None where it cannot say."""
 
+    def reserved_memory_mb(self, ctx: CellContext) -> float | None:
+        """The peak its caching allocator held from the device (allocated and cached, not yet given back: what the
+        device must have), None where it cannot say."""
+
     def parameter_count(self, net: Any) -> int:
         """Trainable parameters of a network (a workload's fp32 `net`)."""
 

@@ -241,7 +241,8 @@ def test_cuda_sampler_uses_nvml_for_the_visible_device_and_measures_energy(monke
     rec, events, t0 = _run_cell_like(sampler)
     assert fake.handles and set(fake.handles) == {3}, "local rank 1 with CUDA_VISIBLE_DEVICES=2,3 is GPU 3"
     assert fake.shutdowns == 1
-    keys = telemetry.summarise(rec, events, {}, "model", {}, t0, framework_peak_mb=2048.0)
+    keys = telemetry.summarise(rec, events, {}, "model", {}, t0, framework_peak_mb=2048.0,
+                               framework_reserved_mb=2560.0)
     work = sum(e["metadata"]["train_s"] for e in events if e["key"] == "epoch_stop")
     assert keys["telemetry_source"] == "nvml" and keys["telemetry"]["energy_scope"] == "device"
     assert keys["energy_j"] == pytest.approx(250 * work, rel=0.1), "from NVML's energy counter"
@@ -251,6 +252,7 @@ def test_cuda_sampler_uses_nvml_for_the_visible_device_and_measures_energy(monke
     assert keys["telemetry"]["peak_device_process_memory_mb"] == pytest.approx(3 * 1024)
     assert keys["mean_utilisation_pct"] == pytest.approx(80) and keys["telemetry"]["utilisation_scope"] == "device"
     assert keys["framework_peak_memory_mb"] == 2048.0 and keys["peak_rss_mb"] > 10
+    assert keys["framework_reserved_memory_mb"] == 2560.0
     assert keys["total_energy_j"] > keys["energy_j"], "the whole cell includes the time between epochs"
     nv = keys["telemetry"]["sources"]["nvml"]
     assert nv["name"] == "NVIDIA H100 80GB HBM3" and nv["samples"] >= 10 and nv["errors"] == 0
@@ -316,12 +318,27 @@ def test_framework_peak_memory_from_each_back_end(monkeypatch):
 
     seen = []
     monkeypatch.setattr(torch.cuda, "max_memory_allocated", lambda d: seen.append(d) or 3 * 2**30)
+    monkeypatch.setattr(torch.cuda, "max_memory_reserved", lambda d: seen.append(d) or 4 * 2**30)
     assert pt_backend.peak_memory_mb(ctx("cuda")) == 3072 and str(seen[0]) == "cuda:1"
+    assert pt_backend.reserved_memory_mb(ctx("cuda")) == 4096 and str(seen[1]) == "cuda:1"
     assert pt_backend.peak_memory_mb(ctx("cpu")) is None, "PyTorch keeps no CPU peak: null, not 0"
+    assert pt_backend.reserved_memory_mb(ctx("cpu")) is None
+    # The installed MindSpore's own statistics, called for real on the CPU (0 there: CPU kernels skip its pool)...
+    assert mindspore.runtime.max_memory_allocated() == 0 and mindspore.runtime.max_memory_reserved() == 0
     monkeypatch.setattr(mindspore.runtime, "max_memory_allocated", lambda: 5 * 2**30)
-    assert ms_backend.peak_memory_mb(ctx("ascend")) == 5120
+    monkeypatch.setattr(mindspore.runtime, "max_memory_reserved", lambda: 6 * 2**30)
+    assert ms_backend.peak_memory_mb(ctx("ascend")) == 5120 and ms_backend.reserved_memory_mb(ctx("cuda")) == 6144
     assert ms_backend.peak_memory_mb(ctx("cpu")) is None, "MindSpore's statistics stay 0 on CPU"
+    assert ms_backend.reserved_memory_mb(ctx("cpu")) is None
     assert telemetry.framework_peak(SimpleNamespace(NAME="x"), ctx("cpu"))[1].endswith("has no peak_memory_mb")
+    # ...and both recorded by the child beside each other, a missing one said why
+    from harness import child
+
+    both, why = child._framework_memory(pt_backend, ctx("cuda"))
+    assert both == {"framework_peak_mb": 3072, "framework_reserved_mb": 4096} and why is None
+    one, why = child._framework_memory(SimpleNamespace(NAME="x", peak_memory_mb=lambda c: 1.0), ctx("cuda"))
+    assert one == {"framework_peak_mb": 1.0, "framework_reserved_mb": None}
+    assert why == "the x back-end has no reserved_memory_mb"
 
 
 def test_ascend_sampler_integrates_npu_smi_power(monkeypatch):

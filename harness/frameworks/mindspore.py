@@ -232,8 +232,22 @@ def peak_memory_mb(ctx) -> float | None:
         return None
     import mindspore as ms
 
+    return _memory_stat(ms, "max_memory_allocated")
+
+
+def reserved_memory_mb(ctx) -> float | None:
+    """The peak MindSpore's device memory pool reserved from the device, in MB (max_memory_reserved); None on CPU."""
+    if ctx.platform == "cpu":
+        return None
+    import mindspore as ms
+
+    return _memory_stat(ms, "max_memory_reserved")
+
+
+def _memory_stat(ms, name: str) -> float:
+    """mindspore.runtime's statistic `name` in MB (2.5 on; MindSpore 2.10 still has it under mindspore.hal too)."""
     runtime = getattr(ms, "runtime", None)
-    stat = getattr(runtime, "max_memory_allocated", None) or ms.hal.max_memory_allocated
+    stat = getattr(runtime, name, None) or getattr(ms.hal, name)
     return stat() / 2**20
 
 

@@ -323,6 +323,18 @@ def peak_memory_mb(ctx) -> float | None:
     return None
 
 
+def reserved_memory_mb(ctx) -> float | None:
+    """The peak PyTorch's caching allocator reserved on the cell's device, in MB (max_memory_reserved: the allocated
+    peak plus the cached blocks it kept); None on CPU."""
+    import torch
+
+    if ctx.platform == "cuda":
+        return torch.cuda.max_memory_reserved(device(ctx)) / 2**20
+    if ctx.platform == "ascend":
+        return torch.npu.max_memory_reserved(device(ctx)) / 2**20
+    return None
+
+
 def versions() -> dict[str, Any]:
     import torch
 

@@ -17,7 +17,10 @@ Settings (environment, so they reach every child and launcher rank):
 Result keys (KEYS; null where the platform cannot say, never a made-up 0):
     peak_rss_mb               peak resident memory of the cell's process (kernel high-water mark and samples)
     peak_device_memory_mb     peak memory used on the cell's device (NVML / npu-smi, all processes on it)
-    framework_peak_memory_mb  the framework's own peak allocation (torch.cuda / torch.npu / MindSpore runtime)
+    framework_peak_memory_mb  the framework's own peak allocation (torch.cuda / torch.npu / MindSpore runtime
+                              max_memory_allocated)
+    framework_reserved_memory_mb  the peak its allocator held from the device (max_memory_reserved: allocated and
+                              cached), what the device had to have for the framework
     energy_j                  energy over the cell's work (training epochs / timed operator blocks)
     mean_power_w              energy_j / the work's duration
     samples_per_joule         samples processed in that work / energy_j
@@ -39,7 +42,8 @@ from harness.telemetry.summary import merge_ranks, summarise
 __all__ = ["KEYS", "Sampler", "Source", "SourceUnavailable", "enabled", "for_platform", "framework_peak",
            "interval_s", "merge_ranks", "null_keys", "summarise"]
 
-KEYS = ("peak_rss_mb", "peak_device_memory_mb", "framework_peak_memory_mb", "energy_j", "mean_power_w",
+KEYS = ("peak_rss_mb", "peak_device_memory_mb", "framework_peak_memory_mb", "framework_reserved_memory_mb",
+        "energy_j", "mean_power_w",
         "samples_per_joule", "mean_utilisation_pct", "total_energy_j", "telemetry_source")
 DEFAULT_INTERVAL_S = 0.1
 
@@ -87,12 +91,12 @@ def for_platform(platform: str, local_rank: int = 0, env: dict[str, str] | None 
     return Sampler(sources, interval_s(env))
 
 
-def framework_peak(backend, ctx) -> tuple[float | None, str | None]:
-    """(MB, None) from the back-end's `peak_memory_mb(ctx)`, or (None, why not). Never raises: a
-    framework that cannot say must not fail a cell that trained."""
-    fn = getattr(backend, "peak_memory_mb", None)
+def framework_peak(backend, ctx, stat: str = "peak_memory_mb") -> tuple[float | None, str | None]:
+    """(MB, None) from the back-end's `peak_memory_mb(ctx)` (or `stat`: reserved_memory_mb), or (None, why not).
+    Never raises: a framework that cannot say must not fail a cell that trained."""
+    fn = getattr(backend, stat, None)
     if fn is None:
-        return None, f"the {getattr(backend, 'NAME', '?')} back-end has no peak_memory_mb"
+        return None, f"the {getattr(backend, 'NAME', '?')} back-end has no {stat}"
     try:
         return fn(ctx), None
     except Exception as e:  # noqa: BLE001 - recorded in the result instead

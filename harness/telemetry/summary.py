@@ -159,10 +159,12 @@ def _peak(src: dict | None, field: str) -> float | None:
 
 
 def summarise(recording: dict[str, Any] | None, events: list[dict], out: dict, kind: str, spec: Spec,
-              t_events0: float, framework_peak_mb: float | None = None) -> dict[str, Any]:
+              t_events0: float, framework_peak_mb: float | None = None,
+              framework_reserved_mb: float | None = None) -> dict[str, Any]:
     """The result keys (see harness.telemetry.KEYS) and the `telemetry` details with downsampled series.
     `t_events0` is the event log's clock origin on the sampler's clock (time.perf_counter)."""
-    result: dict[str, Any] = {"framework_peak_memory_mb": _round(framework_peak_mb, 6)}
+    result: dict[str, Any] = {"framework_peak_memory_mb": _round(framework_peak_mb, 6),
+                              "framework_reserved_memory_mb": _round(framework_reserved_mb, 6)}
     if recording is None:
         return result
     sources = recording["sources"]
@@ -258,6 +260,7 @@ def merge_ranks(children: dict[int, dict]) -> dict[str, Any]:
     out: dict[str, Any] = {
         "peak_rss_mb": largest("peak_rss_mb"), "peak_device_memory_mb": largest("peak_device_memory_mb"),
         "framework_peak_memory_mb": largest("framework_peak_memory_mb"),
+        "framework_reserved_memory_mb": largest("framework_reserved_memory_mb"),
         "telemetry_source": first.get("telemetry_source"),
         "rank_peak_rss_mb": {r: c.get("peak_rss_mb") for r, c in ranks.items()},
         "rank_peak_device_memory_mb": {r: c.get("peak_device_memory_mb") for r, c in ranks.items()},
