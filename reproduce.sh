@@ -323,6 +323,11 @@ if [ "$where" = native ]; then
           DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends libtcmalloc-minimal4 libjemalloc2 \
             > /dev/null 2>&1 || echo "reproduce.sh: apt-get could not install them; the run goes on without" >&2
         fi
+      elif [ "$(id -u)" = 0 ] && command -v dnf > /dev/null && [ ! -e /usr/lib64/libtcmalloc_minimal.so.4 ]; then
+        # dnf installs whichever package provides the file (no package name to get wrong across Fedora and RHEL)
+        echo "reproduce.sh: dnf install /usr/lib64/libtcmalloc_minimal.so.4 (tcmalloc, the expected results' allocator)" >&2
+        dnf install -y -q /usr/lib64/libtcmalloc_minimal.so.4 > /dev/null 2>&1 \
+          || echo "reproduce.sh: dnf could not install it; the run goes on without" >&2
       fi
       # One retry per index: the lock names the PyTorch CPU index, which an air-gapped host cannot reach.
       # pip's own progress bars on a terminal (minutes of downloads); quiet in CI logs.

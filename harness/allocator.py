@@ -56,8 +56,9 @@ CHOICES = ("auto", "system", "jemalloc", "tcmalloc", "glibc-tuned")
 
 def find_library(name: str) -> str | None:
     """The path of the first preloadable library of `name` (jemalloc, tcmalloc) on this host, or None."""
+    conda = os.environ.get("CONDA_PREFIX")   # a conda environment's own lib folder (conda-forge's gperftools)
     for lib in LIBRARIES[name]:
-        for folder in SEARCH:
+        for folder in (*SEARCH, *([f"{conda}/lib"] if conda else [])):
             path = Path(folder) / lib
             if path.is_file():
                 return str(path)

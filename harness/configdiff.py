@@ -69,6 +69,68 @@ def effect(got: str, want: str, repo: Path = REPO) -> str:
             f"({MEASURED.format('*')})")
 
 
+EFFECT = "docs/runs/allocator/effect.json"   # harness.allocator_effect: Figure 5 and C1 under each allocator
+
+
+def _join(values: Any) -> str:
+    return ", ".join(str(v) for v in values)
+
+
+def _verdicts(claim: str, runs: list[dict[str, Any]]) -> str:
+    got = [r["verdicts"][claim] for r in runs]
+    return f"{claim} {got[0]} in every run" if len(set(got)) == 1 else f"{claim} {_join(got)}"
+
+
+def runs_effect(got: str, want: str, repo: Path = REPO) -> dict[str, str]:
+    """What the committed runs under docs/runs/allocator measured with PyTorch's cells under `got` against `want`
+    (the runs are told apart by that allocator: a host without tcmalloc changes every kind of cell at once), as
+    {"c1": ..., "figure5": ...} texts; {} where either configuration has no run."""
+    data = _load(repo / EFFECT)
+    runs = {name: [r for r in data.get("runs", []) if r.get("pytorch_model_allocator") == name] for name in (got, want)}
+    if not (runs[got] and runs[want]):
+        return {}
+
+    def c1(name: str) -> str:
+        ratios = _join(f"{r['c1']['resnet50']['ratio']:.2f}" for r in runs[name] if "resnet50" in r["c1"])
+        return f"{ratios} under {name} ({_verdicts('C1', runs[name])})"
+
+    def ops(name: str) -> str:
+        moved = [len(r["operators_outside_baseline"]) for r in runs[name] if r["run"] != r["baseline"]]
+        return (f"{_join(moved)} of {len(runs[name][0]['operators'])} under {name} "
+                f"({_verdicts('O1', runs[name])})")
+
+    host = runs[want][0].get("cpu") or "?"
+    where = f"one 2-core {host} host, {len(runs[got])} and {len(runs[want])} runs ({EFFECT.rsplit('/', 1)[0]})"
+    return {"c1": f"measured on {where}: C1's ResNet50 MindSpore/PyTorch ratio {c1(got)} against {c1(want)}",
+            "figure5": f"measured on {where}: Figure 5's ratios outside the intervals of the first {want} run: "
+                       f"{ops(got)} against {ops(want)}"}
+
+
+def runs_cpu_effect(got: str, want: str, repo: Path = REPO) -> str:
+    """What the committed runs measured between CPU `want` (the expected run's) and `got`, both with the expected
+    results' allocators: C1's per-model ratios and how many of Figure 5's ratios left the expected run's intervals;
+    "" where docs/runs/allocator has no such run on `got`."""
+    data = _load(repo / EFFECT)
+    ref = data.get("expected") or {}
+    same = [r for r in data.get("runs", []) if r.get("cpu") == got and r.get("allocators") == ref.get("allocators")]
+    if not same or ref.get("cpu") != want:
+        return ""
+    want_iv = {o["config"]: o["interval"] for o in ref.get("operators", []) if o.get("interval")}
+
+    def out(r: dict[str, Any]) -> int:
+        return sum(1 for o in r["operators"] if (iv := want_iv.get(o["config"])) and o["ratio"] is not None
+                   and not iv[0] <= o["ratio"] <= (iv[1] if iv[1] is not None else o["ratio"]))
+
+    def here(m: str) -> str:
+        return _join(f"{r['c1'][m]['ratio']:.2f}" for r in same)
+
+    c1 = "; ".join(f"{m} {ref['c1'][m]['ratio']:.2f} there, {here(m)} here"
+                   for m in ref.get("c1", {}) if all(m in r["c1"] for r in same))
+    return (f"measured with the same allocators ({EFFECT.rsplit('/', 1)[0]}, {len(same)} runs on {got}): C1's "
+            f"MindSpore/PyTorch ratios {c1}; Figure 5: {_join(out(r) for r in same)} of "
+            f"{len(same[0]['operators'])} ratios outside the expected run's intervals")
+
+
 # Host settings the frameworks meet without choosing them (nothing in the harness sets or needs them, so nothing
 # falls back): recorded in env.json and compared where both runs recorded them.
 TUNING = {"transparent_hugepage": "/sys/kernel/mm/transparent_hugepage/enabled",
@@ -99,16 +161,26 @@ def differences(meta: dict[str, Any], env: dict[str, Any]) -> list[dict[str, str
                  "moves": f"nothing to compare with: no committed run of {platform}-{profile} under docs/runs"}]
     want_meta, want_env = _load(folder / "run.json"), _load(folder / "env.json")
     out = []
-    for fw, kind, label, g, w in allocator_changes(allocators(env), allocators(want_env)):
-        moves = ("C1 and every PyTorch CPU throughput; " + effect(g, w)).rstrip("; ") if fw == "pytorch" else (
-            "Figure 5's operator ratios (MindSpore's operator processes agree with each other under tcmalloc, "
-            "not under glibc: docs/methodology/operators.md)" if kind == "operator" else "")
+    got_alloc, want_alloc = allocators(env), allocators(want_env)
+    runs = runs_effect(got_alloc.get(("pytorch", "model"), ""), want_alloc.get(("pytorch", "model"), ""))
+    for fw, kind, label, g, w in allocator_changes(got_alloc, want_alloc):
+        moves = "; ".join(filter(None, ("C1 and every PyTorch CPU throughput", effect(g, w), runs.get("c1")))) \
+            if fw == "pytorch" else "; ".join(filter(None, (
+                "Figure 5's operator ratios (MindSpore's operator processes agree with each other under tcmalloc, "
+                "not under glibc: docs/methodology/operators.md)", runs.get("figure5")))) if kind == "operator" else ""
         out.append({"what": f"allocator of {label}", "here": g, "expected": w, "moves": moves})
     for package, name in (("torch", "PyTorch"), ("mindspore", "MindSpore")):
         g, w = (env.get("packages") or {}).get(package), (want_env.get("packages") or {}).get(package)
         if g != w:
             out.append({"what": f"{name} version", "here": str(g), "expected": str(w),
                         "moves": "every comparison of that framework's cells"})
+    g, w = (env.get("cpu") or {}).get("model"), (want_env.get("cpu") or {}).get("model")
+    if g and w and g != w:
+        out.append({"what": "CPU", "here": str(g), "expected": str(w),
+                    "moves": "every CPU throughput and ratio: each framework's CPU kernels dispatch by instruction "
+                             "set and cache sizes (oneDNN in both; the harness caps MindSpore's at AVX2 on AVX-512 "
+                             "CPUs), so the frameworks need not gain or lose alike"
+                             + (f"; {cpu_effect}" if (cpu_effect := runs_cpu_effect(g, w)) else "")})
     g, w = (env.get("cpu") or {}).get("usable_cores"), (want_env.get("cpu") or {}).get("usable_cores")
     if g != w:
         out.append({"what": "usable cores", "here": str(g), "expected": str(w),

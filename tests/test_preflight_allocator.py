@@ -47,3 +47,35 @@ def test_the_line_before_a_native_run_on_such_a_host():
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("reproduce.sh: note: this host's run will differ from the expected results: ")
     assert proc.stdout.strip().endswith("To match them: unset HARNESS_ALLOCATOR")
+
+
+def _only(tool):
+    return lambda cmd: f"/usr/bin/{cmd}" if cmd == tool else None
+
+
+def test_the_install_line_names_the_host_package_manager(monkeypatch):
+    """Debian/Ubuntu by package name (read from dpkg -L); Fedora/RHEL by the file's path, which dnf and yum resolve
+    to the package that provides it; Arch through pacman's file database; a conda environment from conda-forge."""
+    monkeypatch.delenv("CONDA_PREFIX", raising=False)
+    cases = {"apt-get": "sudo apt-get install libtcmalloc-minimal4",
+             "dnf": "sudo dnf install /usr/lib64/libtcmalloc_minimal.so.4",
+             "yum": "sudo yum install /usr/lib64/libtcmalloc_minimal.so.4",
+             "pacman": "sudo pacman -S $(pacman -Fq libtcmalloc_minimal.so.4 | sort -u) (after `sudo pacman -Fy`)"}
+    for tool, line in cases.items():
+        monkeypatch.setattr(checks_allocator.shutil, "which", _only(tool))
+        assert checks_allocator.install_line(["tcmalloc"]) == line
+    monkeypatch.setattr(checks_allocator.shutil, "which", _only("none"))
+    monkeypatch.setenv("CONDA_PREFIX", "/opt/conda/envs/x")
+    assert checks_allocator.install_line(["tcmalloc"]) == "conda install -c conda-forge gperftools"
+    monkeypatch.delenv("CONDA_PREFIX")
+    assert "libtcmalloc_minimal.so.4" in checks_allocator.install_line(["tcmalloc"])
+
+
+def test_a_conda_environment_lib_folder_is_searched(monkeypatch, tmp_path):
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "libtcmalloc_minimal.so.4").write_bytes(b"")
+    monkeypatch.setattr(allocator, "SEARCH", ())
+    monkeypatch.setenv("CONDA_PREFIX", str(tmp_path))
+    assert allocator.find_library("tcmalloc") == str(tmp_path / "lib" / "libtcmalloc_minimal.so.4")
+    monkeypatch.delenv("CONDA_PREFIX")
+    assert allocator.find_library("tcmalloc") is None

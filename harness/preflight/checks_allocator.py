@@ -18,6 +18,8 @@ from harness.preflight import NOTE, PASS, Row
 # The Debian/Ubuntu packages that ship the libraries allocator.LIBRARIES looks for (read from `dpkg -L` on Debian
 # bookworm: libtcmalloc-minimal4 2.10 ships libtcmalloc_minimal.so.4, libjemalloc2 libjemalloc.so.2).
 DEBIAN = {"tcmalloc": "libtcmalloc-minimal4", "jemalloc": "libjemalloc2"}
+# conda-forge's package names (its gperftools and jemalloc feedstocks; not run here: no conda on this machine).
+CONDA = {"tcmalloc": "gperftools", "jemalloc": "jemalloc"}
 KINDS = configdiff.KINDS
 
 
@@ -38,11 +40,19 @@ def expected() -> dict[tuple[str, str], str]:
 
 
 def install_line(missing: list[str]) -> str:
+    """The one line that installs the missing libraries with this host's package manager."""
+    libs = [allocator.LIBRARIES[m][0] for m in missing]
     if shutil.which("apt-get"):
         return f"sudo apt-get install {' '.join(DEBIAN[m] for m in missing)}"
-    libs = " and ".join(allocator.LIBRARIES[m][0] for m in missing)
-    return f"install your distribution's package that ships {libs} (Debian/Ubuntu: " \
-           f"{' '.join(DEBIAN[m] for m in missing)})"
+    for tool in ("dnf", "yum"):   # both install "the package that provides this file" when given a path
+        if shutil.which(tool):
+            return f"sudo {tool} install {' '.join('/usr/lib64/' + lib for lib in libs)}"
+    if shutil.which("pacman"):    # Arch: its file database names the package that ships a library
+        return f"sudo pacman -S $(pacman -Fq {' '.join(libs)} | sort -u) (after `sudo pacman -Fy`)"
+    if os.environ.get("CONDA_PREFIX"):   # conda-forge's packages, into the environment (allocator.find_library looks there)
+        return f"conda install -c conda-forge {' '.join(CONDA[m] for m in missing)}"
+    return (f"install your distribution's package that ships {' and '.join(libs)} (Debian/Ubuntu: "
+            f"{' '.join(DEBIAN[m] for m in missing)})")
 
 
 def row(env: dict[str, str] | None = None, container: bool = False) -> Row:
@@ -61,7 +71,8 @@ def row(env: dict[str, str] | None = None, container: bool = False) -> Row:
         return Row(check, found, needed, PASS)
     missing = sorted({w for *_, w in differ if w in allocator.LIBRARIES and not allocator.find_library(w)})
     what = "; ".join(f"{label} get {g}, not {w}" for _, _, label, g, w in differ)
-    size = configdiff.effect(got[("pytorch", "model")], want[("pytorch", "model")])
+    g_pt, w_pt = got[("pytorch", "model")], want[("pytorch", "model")]
+    size = "; ".join(filter(None, (configdiff.effect(g_pt, w_pt), *configdiff.runs_effect(g_pt, w_pt).values())))
     fix = (f"{install_line(missing)}, or run in the image (--container)" if missing
            else "unset HARNESS_ALLOCATOR")
     return Row(check, found, needed, NOTE,

@@ -1,0 +1,34 @@
+"""What a host without tcmalloc changes, measured: docs/runs/allocator holds the quick profile's operator cells and
+C1's model cells under each allocator configuration, two runs each on one host; effect.json sums them up for the
+check and the report's banner, which quote it (harness.configdiff reads it with the standard library only)."""
+
+import json
+
+from harness import allocator_effect, configdiff
+
+
+def test_the_summary_is_what_the_committed_runs_give():
+    assert allocator_effect.main([]) == 0, f"run `{allocator_effect.FIX}`"
+
+
+def test_two_runs_of_each_configuration_on_one_host():
+    data = json.loads(allocator_effect.SUMMARY.read_text())
+    per = {}
+    for r in data["runs"]:
+        per.setdefault(r["pytorch_model_allocator"], []).append(r)
+        assert r["load_average"]["start"] and r["load_average"]["finish"], r["run"]
+        assert len(r["operators"]) == len(data["expected"]["operators"]) == 12
+        assert set(r["c1"]) == set(allocator_effect.C1_MODELS)
+    assert sorted(per) == ["glibc-tuned", "tcmalloc"] and all(len(v) >= 2 for v in per.values())
+    assert len({r["cpu"] for r in data["runs"]}) == 1
+
+
+def test_the_check_and_the_banner_quote_the_measured_runs():
+    data = json.loads(allocator_effect.SUMMARY.read_text())
+    said = configdiff.runs_effect("glibc-tuned", "tcmalloc")
+    without = [r for r in data["runs"] if r["pytorch_model_allocator"] == "glibc-tuned"]
+    for r in without:
+        assert f"{r['c1']['resnet50']['ratio']:.2f}" in said["c1"]
+        assert r["verdicts"]["C1"] in said["c1"]
+    assert said["figure5"].startswith("measured on one 2-core")
+    assert configdiff.runs_effect("jemalloc", "tcmalloc") == {}   # no run of that configuration: nothing quoted
