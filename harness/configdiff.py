@@ -84,7 +84,7 @@ def _verdicts(claim: str, runs: list[dict[str, Any]]) -> str:
 def runs_effect(got: str, want: str, repo: Path = REPO) -> dict[str, str]:
     """What the committed runs under docs/runs/allocator measured with PyTorch's cells under `got` against `want`
     (the runs are told apart by that allocator: a host without tcmalloc changes every kind of cell at once), as
-    {"c1": ..., "figure5": ...} texts; {} where either configuration has no run."""
+    {"where": ..., "c1": ..., "figure5": ...} texts; {} where either configuration has no run."""
     data = _load(repo / EFFECT)
     runs = {name: [r for r in data.get("runs", []) if r.get("pytorch_model_allocator") == name] for name in (got, want)}
     if not (runs[got] and runs[want]):
@@ -101,9 +101,10 @@ def runs_effect(got: str, want: str, repo: Path = REPO) -> dict[str, str]:
 
     host = runs[want][0].get("cpu") or "?"
     where = f"one 2-core {host} host, {len(runs[got])} and {len(runs[want])} runs ({EFFECT.rsplit('/', 1)[0]})"
-    return {"c1": f"measured on {where}: C1's ResNet50 MindSpore/PyTorch ratio {c1(got)} against {c1(want)}",
-            "figure5": f"measured on {where}: Figure 5's ratios outside the intervals of the first {want} run: "
-                       f"{ops(got)} against {ops(want)}"}
+    return {"where": f"measured on {where}",
+            "c1": f"C1's ResNet50 MindSpore/PyTorch ratio {c1(got)} against {c1(want)}",
+            "figure5": f"Figure 5's ratios outside the intervals of the first {want} run: {ops(got)} against "
+                       f"{ops(want)}"}
 
 
 def runs_cpu_effect(got: str, want: str, repo: Path = REPO) -> str:
@@ -164,10 +165,11 @@ def differences(meta: dict[str, Any], env: dict[str, Any]) -> list[dict[str, str
     got_alloc, want_alloc = allocators(env), allocators(want_env)
     runs = runs_effect(got_alloc.get(("pytorch", "model"), ""), want_alloc.get(("pytorch", "model"), ""))
     for fw, kind, label, g, w in allocator_changes(got_alloc, want_alloc):
-        moves = "; ".join(filter(None, ("C1 and every PyTorch CPU throughput", effect(g, w), runs.get("c1")))) \
+        quote = {k: f"{runs['where']}: {runs[k]}" for k in ("c1", "figure5") if k in runs}
+        moves = "; ".join(filter(None, ("C1 and every PyTorch CPU throughput", effect(g, w), quote.get("c1")))) \
             if fw == "pytorch" else "; ".join(filter(None, (
                 "Figure 5's operator ratios (MindSpore's operator processes agree with each other under tcmalloc, "
-                "not under glibc: docs/methodology/operators.md)", runs.get("figure5")))) if kind == "operator" else ""
+                "not under glibc: docs/methodology/operators.md)", quote.get("figure5")))) if kind == "operator" else ""
         out.append({"what": f"allocator of {label}", "here": g, "expected": w, "moves": moves})
     for package, name in (("torch", "PyTorch"), ("mindspore", "MindSpore")):
         g, w = (env.get("packages") or {}).get(package), (want_env.get("packages") or {}).get(package)

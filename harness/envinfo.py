@@ -41,7 +41,8 @@ def _run(cmd: list[str], timeout: float = 60) -> str | None:
         return None
 
 
-def _cpu_model() -> str:
+def cpu_model() -> str:
+    """This host's CPU as /proc/cpuinfo names it (what env.json records, and the check compares)."""
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith(("model name", "Model Name")):
@@ -130,7 +131,7 @@ def capture(probe_frameworks: bool = True) -> dict[str, Any]:
         "hostname": platform.node(),
         "os": {"system": platform.system(), "release": platform.release(), "machine": platform.machine(),
                "distro": _distro()},
-        "cpu": {"model": _cpu_model(), "cores": os.cpu_count(),
+        "cpu": {"model": cpu_model(), "cores": os.cpu_count(),
                 "usable_cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None},
         "memory_gib": _memory_gib(),
         "python": {"version": platform.python_version(), "executable": sys.executable},

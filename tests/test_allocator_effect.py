@@ -30,5 +30,19 @@ def test_the_check_and_the_banner_quote_the_measured_runs():
     for r in without:
         assert f"{r['c1']['resnet50']['ratio']:.2f}" in said["c1"]
         assert r["verdicts"]["C1"] in said["c1"]
-    assert said["figure5"].startswith("measured on one 2-core")
+    assert said["where"].startswith("measured on one 2-core") and said["figure5"].startswith("Figure 5's ratios")
     assert configdiff.runs_effect("jemalloc", "tcmalloc") == {}   # no run of that configuration: nothing quoted
+
+
+def test_a_host_on_another_cpu_is_told_so(monkeypatch):
+    from harness.preflight import NOTE, PASS, checks_allocator
+    import harness.envinfo
+
+    data = json.loads(allocator_effect.SUMMARY.read_text())
+    monkeypatch.setattr(harness.envinfo, "cpu_model", lambda: data["runs"][0]["cpu"])
+    row = checks_allocator.cpu_row()
+    assert row.verdict == NOTE and row.ok() and data["expected"]["cpu"] in row.needed
+    assert "Figure 5: " in row.note and "outside the expected run's intervals" in row.note
+    monkeypatch.setattr(harness.envinfo, "cpu_model", lambda: data["expected"]["cpu"])
+    monkeypatch.setattr(checks_allocator.os, "cpu_count", lambda: 2)
+    assert checks_allocator.cpu_row().verdict == PASS

@@ -50,6 +50,8 @@ def evaluate(host: Host, cuda: dict, stacks: dict, hostdata: dict, steps: bool =
     rows.append(checks_common.disk_row(host, hostdata, p))
     if not host_dir:   # a recorded host (the tests' fixtures) has no memory or data folder of its own
         rows += [checks_host.memory_row(), checks_host.data_row()]
+        if p == "cpu":
+            rows.append(checks_allocator.cpu_row())
     if container:
         rows.append(checks_common.image_row(host, p))
     return rows + (checks_common.step_rows(host, p) if steps else [])

@@ -72,7 +72,9 @@ def row(env: dict[str, str] | None = None, container: bool = False) -> Row:
     missing = sorted({w for *_, w in differ if w in allocator.LIBRARIES and not allocator.find_library(w)})
     what = "; ".join(f"{label} get {g}, not {w}" for _, _, label, g, w in differ)
     g_pt, w_pt = got[("pytorch", "model")], want[("pytorch", "model")]
-    size = "; ".join(filter(None, (configdiff.effect(g_pt, w_pt), *configdiff.runs_effect(g_pt, w_pt).values())))
+    runs = configdiff.runs_effect(g_pt, w_pt)
+    quoted = f"{runs['where']}: {runs['c1']}; {runs['figure5']}" if runs else ""
+    size = "; ".join(filter(None, (configdiff.effect(g_pt, w_pt), quoted)))
     fix = (f"{install_line(missing)}, or run in the image (--container)" if missing
            else "unset HARNESS_ALLOCATOR")
     return Row(check, found, needed, NOTE,
@@ -100,3 +102,22 @@ def tuning_row() -> Row:
     return Row("host tuning", found, "recorded with each run (env.json host_tuning)", NOTE,
                note="the committed runs behind the expected results predate this record; nothing in the harness "
                     "sets or needs these, and their effect was not measured here")
+
+
+def cpu_row() -> Row:
+    """This host's CPU against the expected run's: another CPU moves every ratio on its own (measured: the CPU
+    difference quoted from docs/runs/allocator, harness.configdiff)."""
+    from harness.envinfo import cpu_model
+
+    folder = configdiff.expected_run("cpu", "quick")
+    want = (json.loads((folder / "env.json").read_text()).get("cpu") or {}) if folder else {}
+    here = cpu_model()
+    needed = f"the expected results': {want.get('model', '?')}, {want.get('cores', '?')} cores"
+    found = f"{here}, {os.cpu_count()} cores"
+    if here == want.get("model") and os.cpu_count() == want.get("cores"):
+        return Row("CPU", found, needed, PASS)
+    size = configdiff.runs_cpu_effect(here, want.get("model", ""))
+    return Row("CPU", found, needed, NOTE,
+               note="this host's ratios are not the expected results' to the digit: each framework's CPU kernels "
+                    "dispatch by instruction set and cache sizes, and the intervals hold for one host"
+                    + (f" ({size})" if size else "") + "; compare verdicts, and the report names the difference")
