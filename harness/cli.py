@@ -233,20 +233,27 @@ def _list(args) -> int:
     # The runner's verdicts: [[skip]] rules, frameworks, devices, device memory.
     host = Host.probe(m, args.platform, args.profile, devices=None if memory is None else args.devices or 1,
                       memory=memory)
+    plans = {c.id: host.plan(c) for c in cells}   # gradient accumulation where the device cannot hold the batch
     rows = [{"cell": c.id, "kind": c.kind, "repeats": c.repeats, "skip": host.verdict(c),
-             "memory_gib": (n := devicememory.need(c)) and round(n.gib, 3), "memory_basis": n and n.basis}
-            for c in cells]
+             "memory_gib": (n := devicememory.need(c)) and round(n.gib, 3), "memory_basis": n and n.basis,
+             "accumulation_steps": plans[c.id].steps,
+             "micro_memory_gib": round(plans[c.id].need.gib, 3) if plans[c.id].steps > 1 and plans[c.id].need
+             else None} for c in cells]
     if args.json:
         print(json.dumps(rows, indent=1))
     else:
         for row in rows:  # the id first on every line (reproduce.sh reads them), then its repeats
+            label, gib = plans[row["cell"]].label, row["micro_memory_gib"]
+            how = f"    ({label}" + (f": {gib:.1f} GiB predicted" if gib is not None else "") + ")" if label else ""
             print(f"{row['cell']}    x{row['repeats']}"
-                  + (f"    (skipped on {args.platform}: {row['skip']})" if row["skip"] else ""))
+                  + (f"    (skipped on {args.platform}: {row['skip']})" if row["skip"] else how))
         print(f"{len(rows)} cells, {sum(r['repeats'] for r in rows)} repeats in all, profile {args.profile}",
               file=sys.stderr)
-        if args.platform != "cpu":   # on stderr: stdout's lines are cell ids (reproduce.sh reads them)
-            said = host.memory_line(cells)
+        said = host.memory_line(cells)   # on stderr: stdout's lines are cell ids (reproduce.sh reads them)
+        if args.platform != "cpu":
             print("\n".join(devicememory.fit_table(cells) + ([said] if said else [])), file=sys.stderr)
+        elif said:
+            print(said, file=sys.stderr)
     return 0
 
 

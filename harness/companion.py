@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness import measure
+from harness import accumulation, measure
 from harness.store import RunStore, write_atomic
 
 S1 = "Xia and Zhou, Performance Comparison between PyTorch and MindSpore (IJDMS 14(1/2), 2022)"
@@ -77,7 +77,8 @@ def training_rows(results: list[dict]) -> list[dict]:
                      "repeats": len(s.ok), "wall_s": s.value("wall_s"), "loss": s.measure(_last_loss).median,
                      "accuracy": s.value("test_metric"), "time_to_target_s": s.time_to_target.median,
                      "epochs": max(len(r.get("epochs") or []) for r in s.ok), "epoch_s": epochs.median,
-                     "synthetic": any(r.get("synthetic") for r in s.ok)})
+                     "synthetic": any(r.get("synthetic") for r in s.ok),
+                     "accumulation": accumulation.recorded(f.get("settings"))})
     return sorted(rows, key=lambda r: (r["model"], r["framework"], r["mode"], r["amp"]))
 
 

@@ -4,7 +4,8 @@
 A model is its folder, `harness/models/<model>/`:
 
     __init__.py                 framework-neutral parts; MLPERF_KEYS (contracts.ModelPackage); pass_batch
-                                (contracts.PassesModel) or NO_PASSES (contracts.NoPassesModel)
+                                (contracts.PassesModel) or NO_PASSES (contracts.NoPassesModel); micro_batches
+                                (contracts.AccumulatingModel) or NO_ACCUMULATION (contracts.NoAccumulationModel)
     pytorch.py, mindspore.py    build(ctx, data) returning a workload class defined there (contracts.ModelModule,
                                 ProbedWorkload); pass_loss(net) where the model has passes
     logcheck.yaml               the rules MLPerf's checker applies to its event logs (KEY records)
@@ -167,15 +168,24 @@ def _package_problems(package) -> list[str]:
                 "opt_learning_rate_decay_schedule") if k not in keys]
         out += [f"MLPERF_KEYS names {k!r}, not a key of MLPerf's event log (harness.eventlog.VOCABULARY)"
                 for k in keys if k not in VOCABULARY]
-    timed, untimed = isinstance(package, contracts.PassesModel), isinstance(package, contracts.NoPassesModel)
-    if timed == untimed:
-        out.append("declares neither pass_batch (contracts.PassesModel) nor NO_PASSES, why it has no passes "
-                   "(contracts.NoPassesModel)" if not timed else "declares both pass_batch and NO_PASSES")
-    elif timed:
-        out += problems(contracts.PassesModel, module_functions(package), "it")
-    elif not (isinstance(package.NO_PASSES, str) and package.NO_PASSES):
-        out.append("NO_PASSES must say why the model has no passes")
+    out += _either(package, contracts.PassesModel, contracts.NoPassesModel, "pass_batch", "NO_PASSES",
+                   "why it has no passes")
+    out += _either(package, contracts.AccumulatingModel, contracts.NoAccumulationModel, "micro_batches",
+                   "NO_ACCUMULATION", "why it does not accumulate gradients")
     return out
+
+
+def _either(package, does, does_not, function: str, reason: str, why: str) -> list[str]:
+    """A model declares one of two Protocols: a function (`does`), or a reason it has none (`does_not`)."""
+    yes, no = isinstance(package, does), isinstance(package, does_not)
+    if yes == no:
+        return [f"declares neither {function} (contracts.{does.__name__}) nor {reason}, {why} "
+                f"(contracts.{does_not.__name__})" if not yes else f"declares both {function} and {reason}"]
+    if yes:
+        return problems(does, module_functions(package), "it")
+    if not (isinstance(getattr(package, reason), str) and getattr(package, reason)):
+        return [f"{reason} must say {why}"]
+    return []
 
 
 def _model_file_problems(path: Path, timed: bool) -> list[str]:

@@ -23,6 +23,9 @@ class CellContext:
     settings: dict[str, Any] = field(default_factory=dict)   # per-framework process settings applied
     profile_dir: str | None = None   # where the profiled pass keeps its profiler's output (None: no profiled pass)
     turns: dict[str, Any] | None = None   # an operator cell timed by turns with its partners (harness.turns), or None
+    # Micro-batches a training step takes its batch in (gradient accumulation; harness.devicememory.plan): 1, the
+    # whole batch at once, unless the device cannot hold it.
+    accumulation_steps: int = 1
 
     @property
     def seed(self) -> int:

@@ -218,6 +218,28 @@ class NoPassesModel(Protocol):
 
 
 @runtime_checkable
+class AccumulatingModel(Protocol):
+    """`harness/models/<model>/__init__.py` of a model whose training step can take its batch as several micro-batches
+    (gradient accumulation, harness.devicememory.plan: where the device cannot hold the whole batch). Its model files
+    train with `ctx.accumulation_steps` micro-batches a step: every micro-batch's forward and backward, one optimiser
+    step, one step of the learning-rate schedule."""
+
+    def micro_batches(self, batch: tuple, parts: int) -> list[tuple[tuple, Any]]:
+        """The batch (the arrays a training step takes: numpy, torch or MindSpore, all sliced alike) as `parts`
+        micro-batches of equal size, each with its share: the factor its mean loss is multiplied by so that the
+        shares' losses add up to the whole batch's mean loss (1 / parts where the loss is a mean over samples), and
+        their gradients to the whole batch's. `parts` 1: the batch itself, share 1."""
+
+
+@runtime_checkable
+class NoAccumulationModel(Protocol):
+    """`harness/models/<model>/__init__.py` of a model that does not accumulate gradients: NO_ACCUMULATION says why
+    (a cell of it that the device cannot hold is skipped with that reason)."""
+
+    NO_ACCUMULATION: str
+
+
+@runtime_checkable
 class PassesModelModule(ModelModule, Protocol):
     """`harness/models/<model>/<framework>.py` of a PassesModel."""
 

@@ -13,9 +13,19 @@ compile cells their eager twin's, MindSpore's cells their PyTorch twin's (fp32 f
 O3), and a data-parallel cell adds one copy of the gradients (DistributedDataParallel's buckets, per device).
 
 What a device has: its memory as sold (DEVICES, the vendors' figures), or the host's own device as NVML, nvidia-smi
-or npu-smi report it (host_memory), read once when a run starts. harness.host.Host asks `too_big` for every cell, so
-the runner skips a cell that cannot fit before it starts, and `harness list` / `harness estimate` say the same;
-HARNESS_DEVICE_MEMORY=off skips nothing for memory (a run that measures what a prediction rules out).
+or npu-smi report it (host_memory), read once when a run starts. harness.host.Host asks `plan` for every cell, so
+the runner knows before a cell starts how it runs there, and `harness list` / `harness estimate` say the same:
+- its whole batch at once where it fits;
+- else, for a model that accumulates gradients (contracts.AccumulatingModel), its batch as k micro-batches of
+  batch / k, k the smallest divisor of the batch from 2 up whose micro-batch fits: the cell's accumulation_steps, one
+  optimiser step per batch (the model's files; harness/models/_pytorch.py accumulate, _mindspore.py Accumulating).
+  A micro-batch's need is the line through the model's two traces with accumulation (the gradients' sums held
+  through the next micro-batch's forward pass), at micro-batches of a half and a quarter of its batch;
+- else it is skipped before it starts, with the reason (a BatchNorm model's NO_ACCUMULATION, or even a micro-batch
+  of one too large).
+HARNESS_DEVICE_MEMORY=off plans nothing for memory (a run that measures what a prediction rules out);
+HARNESS_ACCUMULATION_STEPS=k takes every cell of an accumulating model in k micro-batches whatever the memory (a test
+or a trial of the accumulated step on a host that needs none), and skips, with the reason, the other models' cells.
 """
 
 from __future__ import annotations
@@ -30,6 +40,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness import accumulation
+from harness.accumulation import FORCE
 from harness.cell import Cell
 from harness.errors import HarnessError
 from harness.spec import ModelSpec
@@ -37,6 +49,7 @@ from harness.spec import ModelSpec
 PREDICTIONS = Path(__file__).with_name("devicememory.json")
 REGENERATE = "python tools/predict_memory.py"
 OFF = "HARNESS_DEVICE_MEMORY=off"   # runs every cell whatever its prediction: to measure one the prediction rules out
+TRAINS = ("model", "scaling")
 HEADROOM = 0.9
 SCHEMA = 1
 MODELS_DIR = Path(__file__).with_name("models")
@@ -131,14 +144,18 @@ class Need:
     basis: str    # what the figure is: the cell's own trace, or whose figure it borrows
 
 
-def need(cell: Cell, predictions: dict[str, Any] | None = None) -> Need | None:
-    """The cell's predicted peak device memory, per device; None for a cell the file does not cover (operators,
-    inference, passes, a model not predicted yet)."""
+def _traced(cell: Cell, predictions: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The file's entry for the cell's model at its precision; None for a cell it does not cover."""
     entry = (load() if predictions is None else predictions).get("models", {}).get(cell.model or "")
-    if cell.kind not in ("model", "scaling") or not entry or precision(cell.amp) not in entry:
+    if cell.kind not in TRAINS or not entry or precision(cell.amp) not in entry:
         return None
-    got = entry[precision(cell.amp)]
-    gib, basis = got["peak_bytes"] / 2**30, "PyTorch eager, traced"
+    return entry[precision(cell.amp)]
+
+
+def _with_basis(cell: Cell, got: dict[str, Any], peak_bytes: float, traced: str) -> Need:
+    """A peak of the cell's model as the cell's own need: whose figure it is, and per device of a data-parallel
+    cell one copy of the gradients more."""
+    gib, basis = peak_bytes / 2**30, traced
     if cell.framework == "mindspore":
         basis = "its PyTorch twin's figure"
     elif cell.mode != "eager":
@@ -149,18 +166,93 @@ def need(cell: Cell, predictions: dict[str, Any] | None = None) -> Need | None:
     return Need(gib, basis)
 
 
-def too_big(cell: Cell, have_gib: float | None, predictions: dict[str, Any] | None = None) -> str | None:
-    """Why the cell cannot run on a device of `have_gib` (the reason its skipped result records), or None."""
-    if have_gib is None:
+def need(cell: Cell, predictions: dict[str, Any] | None = None) -> Need | None:
+    """The cell's predicted peak device memory, per device, with its whole batch at once; None for a cell the file
+    does not cover (operators, inference, passes, a model not predicted yet)."""
+    got = _traced(cell, predictions)
+    return None if got is None else _with_basis(cell, got, got["peak_bytes"], "PyTorch eager, traced")
+
+
+def micro_need(cell: Cell, micro: int, predictions: dict[str, Any] | None = None) -> Need | None:
+    """The cell's predicted peak with its batch taken in micro-batches of `micro` (gradient accumulation): the line
+    through the model's two accumulated traces (tools/predict_memory.py's "accumulated": peak bytes at two
+    micro-batches), at `micro`; None where the file has no such traces for it."""
+    got = _traced(cell, predictions)
+    acc = (got or {}).get("accumulated")
+    if not acc:
         return None
-    n = need(cell, predictions)
-    if n is None or fits(n.gib, have_gib):
-        return None
+    (a, b), (pa, pb) = acc["micro_batches"], acc["peak_bytes"]
+    per_sample = (pa - pb) / (a - b)
+    return _with_basis(cell, got, pa + per_sample * (micro - a),
+                       f"PyTorch eager, the line through its accumulated traces at micro-batches of {a} and {b}")
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How a cell runs on a device: its batch in `steps` micro-batches (1: at once), or skipped, and why."""
+    steps: int = 1
+    skip: str | None = None     # the reason its skipped result records; None where it runs
+    need: Need | None = None    # the predicted peak at that micro-batch, where predicted
+    batch: int | None = None    # the cell's batch (per device), where it has one
+
+    @property
+    def label(self) -> str | None:
+        return accumulation.label(self.batch, self.steps) if self.steps > 1 and self.batch else None
+
+
+def _batch(cell: Cell) -> int | None:
+    batch = cell.spec.hparams.get("batch") if isinstance(cell.spec, ModelSpec) else None
+    return int(batch) if batch else None
+
+
+def plan(cell: Cell, have_gib: float | None, predictions: dict[str, Any] | None = None) -> Plan:
+    """How the cell runs on a device of `have_gib` (None: not known, or a CPU): the one answer Host.verdict, the
+    runner, `harness list` and the estimate read. HARNESS_ACCUMULATION_STEPS comes first, then the memory."""
+    forced = accumulation.forced_steps()
+    if forced is None or cell.kind not in TRAINS or not cell.model:
+        return by_memory(cell, have_gib, predictions)
+    batch, why = _batch(cell), accumulation.refusal(cell.model)
+    if forced == 1:
+        return Plan(batch=batch)
+    if why:
+        return Plan(skip=f"{FORCE}={forced} asks for gradient accumulation, which {cell.model} does not do: {why}",
+                    batch=batch)
+    if not batch or batch % forced:
+        return Plan(skip=f"{FORCE}={forced} does not divide {cell.model}'s batch of {batch} into equal micro-batches",
+                    batch=batch)
+    return Plan(forced, need=micro_need(cell, batch // forced, predictions), batch=batch)
+
+
+def by_memory(cell: Cell, have_gib: float | None, predictions: dict[str, Any] | None = None) -> Plan:
+    """The plan the device's memory makes (plan without HARNESS_ACCUMULATION_STEPS): the whole batch where it fits,
+    else the fewest micro-batches that fit, else a skip with its reason."""
+    n, batch = need(cell, predictions), _batch(cell)
+    if have_gib is None or n is None or fits(n.gib, have_gib):
+        return Plan(need=n, batch=batch)
+    whole = (f"predicted to need {n.gib:.1f} GiB of device memory ({n.basis}; harness/devicememory.json), more than "
+             f"{HEADROOM:.0%} of this device's {have_gib:.1f} GiB")
     smallest = next((d.name for d in sorted(DEVICES.values(), key=lambda d: d.gib) if fits(n.gib, d.gib)), None)
-    return (f"predicted to need {n.gib:.1f} GiB of device memory ({n.basis}; harness/devicememory.json), more than "
-            f"{HEADROOM:.0%} of this device's {have_gib:.1f} GiB; run it on a device of at least "
-            f"{n.gib / HEADROOM:.1f} GiB" + (f" ({smallest} or larger)" if smallest else "") + f", or with {OFF} "
-            f"to try it here")
+    fix = (f"run it on a device of at least {n.gib / HEADROOM:.1f} GiB" + (f" ({smallest} or larger)" if smallest
+           else "") + f", or with {OFF} to try it here")
+    why = accumulation.refusal(str(cell.model))
+    if why:
+        return Plan(skip=f"{whole}, and it cannot take its batch in micro-batches ({why}); {fix}", batch=batch)
+    if not batch or micro_need(cell, 1, predictions) is None:
+        return Plan(skip=f"{whole}; harness/devicememory.json has no prediction of its micro-batches (run "
+                         f"`{REGENERATE} --only {cell.model}`); {fix}", batch=batch)
+    for k in (k for k in range(2, batch + 1) if batch % k == 0):
+        micro = micro_need(cell, batch // k, predictions)
+        if micro is not None and fits(micro.gib, have_gib):
+            return Plan(k, need=micro, batch=batch)
+    one = micro_need(cell, 1, predictions)
+    return Plan(skip=f"{whole}, and with gradient accumulation even a micro-batch of 1 is predicted at "
+                     f"{one.gib:.1f} GiB ({one.basis}); {fix}", batch=batch)
+
+
+def too_big(cell: Cell, have_gib: float | None, predictions: dict[str, Any] | None = None) -> str | None:
+    """Why the cell cannot run on a device of `have_gib`, even with gradient accumulation (the reason its skipped
+    result records), or None."""
+    return by_memory(cell, have_gib, predictions).skip
 
 
 def host_memory(platform: str) -> tuple[float | None, str]:
@@ -276,9 +368,15 @@ def fit_table(cells: list[Cell], predictions: dict[str, Any] | None = None) -> l
     head = f"{'model':10} {'precision':9} {'batch x seq':11} {'devices':7} {'GiB':>6} {'cells':>5}  " + \
         " ".join(f"{n:>8}" for n in names)
     out = [f"device memory, predicted on the CPU ({REGENERATE}); a cell fits a device where it needs at most "
-           f"{HEADROOM:.0%} of its memory:", head]
+           f"{HEADROOM:.0%} of its memory; KxM: it takes its batch as K micro-batches of M (gradient accumulation):",
+           head]
     for r in found:
         out.append(f"{r.model:10} {r.precision:9} {r.size:11} {'2+ each' if r.parallel else '1':7} {r.gib:6.2f} "
-                   f"{len(r.cells):5}  " + " ".join(f"{'fits' if fits(r.gib, DEVICES[n].gib) else 'SKIP':>8}"
+                   f"{len(r.cells):5}  " + " ".join(f"{_fit(r.cells[0], DEVICES[n].gib, predictions):>8}"
                                                     for n in names))
     return out
+
+
+def _fit(cell: Cell, have_gib: float, predictions: dict[str, Any] | None) -> str:
+    p = by_memory(cell, have_gib, predictions)
+    return "SKIP" if p.skip else f"{p.steps}x{p.batch // p.steps}" if p.steps > 1 and p.batch else "fits"

@@ -3,7 +3,7 @@ predictions (harness/devicememory.json), the device table (harness.devicememory.
 cells (harness/matrix.toml): the same data the runner's skip decision reads, so the page says what a run will do.
 
     memory_table(runs)   per model and precision: size, data, the predicted peak and its parts
-    fit_plan(runs)       per device of PLAN: its usable memory and the cells a run there skips
+    fit_plan(runs)       per device of PLAN: its usable memory, the cells a run there accumulates and those it skips
     device_table(runs)   the devices, their memory as sold and its source
 """
 
@@ -38,8 +38,14 @@ def memory_table(runs: Sequence[Any] = ()) -> str:
             lines.append(f"| {model} | {'fp32' if prec == 'fp32' else 'autocast (bf16 here, fp16 on a device)'} | "
                          f"{size} | {entry['dataset']} ({entry['data']}) | **{_gib(got['peak_bytes'])}** | "
                          + " | ".join(_gib(parts.get(k, 0)) for k, _ in PARTS) + f" | {got['steps']} |")
+    acc = [f"{model} {prec} " + " and ".join(f"{_gib(b)} GiB at {m}" for m, b in zip(a["micro_batches"],
+                                                                                   a["peak_bytes"], strict=True))
+           for model, entry in data["models"].items() for prec in ("fp32", "amp")
+           if (a := entry[prec].get("accumulated"))]
     return (f"Made by `{data['made_with']}` with PyTorch {data['torch']} on {data['date']}: {data['method']}. "
-            f"The parts are what was alive at the peak, by MemTracker's kinds.\n\n" + "\n".join(lines))
+            f"The parts are what was alive at the peak, by MemTracker's kinds.\n\n" + "\n".join(lines)
+            + (f"\n\nWith the batch in two micro-batches (gradient accumulation), the peak by micro-batch: "
+               f"{'; '.join(acc)}." if acc else ""))
 
 
 def device_table(runs: Sequence[Any] = ()) -> str:
@@ -60,14 +66,18 @@ def device_table(runs: Sequence[Any] = ()) -> str:
 def fit_plan(runs: Sequence[Any] = ()) -> str:
     cells = load_matrix().expand(PROFILE)
     rows = devicememory.rows(cells)
-    lines = ["| device | usable (GiB) | skipped for memory | cells skipped | runs skipped |", "|---|---|---|---|---|"]
+    lines = ["| device | usable (GiB) | gradient accumulation | skipped for memory | cells skipped | runs skipped |",
+             "|---|---|---|---|---|---|"]
     for name in PLAN:
         have = devicememory.DEVICES[name].gib
-        out = [r for r in rows if not devicememory.fits(r.gib, have)]
+        plans = {id(r): devicememory.by_memory(r.cells[0], have) for r in rows}
+        out = [r for r in rows if plans[id(r)].skip]
         what = "; ".join(f"{r.model} {r.precision}{' data-parallel' if r.parallel else ''} ({r.gib:.1f} GiB: "
                          f"{_frameworks(r.cells)})" for r in out) or "nothing"
-        lines.append(f"| {name} | {devicememory.usable(have):.1f} | {what} | {sum(len(r.cells) for r in out)} | "
-                     f"{sum(c.repeats for r in out for c in r.cells)} |")
+        acc = "; ".join(f"{r.model} {r.precision} ({r.gib:.1f} GiB at once): {p.label}, {p.need.gib:.1f} GiB "
+                        f"({len(r.cells)} cells)" for r in rows if (p := plans[id(r)]).steps > 1) or "none"
+        lines.append(f"| {name} | {devicememory.usable(have):.1f} | {acc} | {what} | {sum(len(r.cells) for r in out)} "
+                     f"| {sum(c.repeats for r in out for c in r.cells)} |")
     return (f"From the {PROFILE} profile's {len(cells)} cells ({sum(c.repeats for c in cells)} runs at their minimum "
             f"repeats) and the predictions above:\n\n" + "\n".join(lines))
 

@@ -37,12 +37,14 @@ class InProcess:
         return model_module(self.ctx.cell.model, self.ctx.cell.framework).build(self.ctx, self.data)
 
 
-def set_up(cell: Cell, data_folder: str | None = None, *, until: str = "workload") -> InProcess:
+def set_up(cell: Cell, data_folder: str | None = None, *, until: str = "workload",
+           accumulation_steps: int = 1) -> InProcess:
     """The cell set up in this process, up to `until` (see the module's docstring); synthetic data where data_folder
-    (a verified dataset folder) is None."""
+    (a verified dataset folder) is None; its training step in `accumulation_steps` micro-batches (CellContext)."""
     if until not in UNTIL:
         raise ValueError(f"until must be one of {UNTIL}, not {until!r}")
-    ctx = CellContext(cell=cell, platform="cpu", repeat=0, data_folder=data_folder, synthetic=data_folder is None)
+    ctx = CellContext(cell=cell, platform="cpu", repeat=0, data_folder=data_folder, synthetic=data_folder is None,
+                      accumulation_steps=accumulation_steps)
     backend = load_backend(cell.framework)
     ctx.settings = backend.setup(ctx)
     out = InProcess(ctx, backend)

@@ -14,6 +14,9 @@ The honest values, and why:
   closed division's reference rules cannot apply; submission_status `research`; submission_org names the artifact.
 - cache_clear `False`: the harness does not drop the OS page cache before a cell.
 - tensor, pipeline, context and expert parallelism 1: the only parallelism is data parallel (scaling cells).
+- gradient_accumulation_steps: the cell's micro-batches a step (1 but where the device cannot hold the batch:
+  harness.devicememory.plan); global_batch_size stays the matrix's batch (times the ranks), micro_batch_size is it
+  over the accumulation steps.
 - lowest_numerical_precision_*: fp32 without AMP; PyTorch's autocast type (bfloat16 on CPU, fp16 on GPU/NPU) or
   apex O2's fp16; MindSpore's auto_mixed_precision type, fp16 (its default, checked in 2.10). No model has attention
   layers: the attention entry repeats the linear one. Communication: gradients are all-reduced in the parameters'
@@ -51,7 +54,7 @@ def log_setup(events: eventlog.EventLog, ctx, config_filename: str) -> None:
     for key, value in ((C.SUBMISSION_ORG, ORG), (C.SUBMISSION_PLATFORM, platform_name(ctx.platform)),
                        (C.SUBMISSION_DIVISION, C.OPEN), (C.SUBMISSION_STATUS, C.RESEARCH),
                        (C.SUBMISSION_BENCHMARK, cell.model), (C.CACHE_CLEAR, False), (C.SEED, cell.seed),
-                       (C.CONFIG_FILENAME, config_filename), (C.GRADIENT_ACCUMULATION_STEPS, 1),
+                       (C.CONFIG_FILENAME, config_filename), (C.GRADIENT_ACCUMULATION_STEPS, ctx.accumulation_steps),
                        (C.TENSOR_PARALLELISM, 1), (C.PIPELINE_PARALLELISM, 1), (C.CONTEXT_PARALLELISM, 1),
                        (C.EXPERT_PARALLELISM, 1)):
         events.log(key, value)
@@ -64,7 +67,9 @@ def log_workload(events: eventlog.EventLog, ctx, workload, data: dict) -> None:
     events.log(C.TRAIN_SAMPLES, workload.samples_per_epoch * ctx.world_size)
     events.log(C.EVAL_SAMPLES, eval_samples(cell.spec, data))
     events.log(C.GLOBAL_BATCH_SIZE, per_rank_batch * ctx.world_size)
-    events.log(C.MICRO_BATCH_SIZE, per_rank_batch)
+    # The batch a forward pass takes: a rank's batch over the step's micro-batches (gradient accumulation; global =
+    # micro x accumulation steps x ranks, as the ruleset has it).
+    events.log(C.MICRO_BATCH_SIZE, per_rank_batch // ctx.accumulation_steps)
     compute = precision(ctx)
     events.log(C.LOWEST_NUMERICAL_PRECISION_IN_LINEAR, compute)
     events.log(C.LOWEST_NUMERICAL_PRECISION_IN_ATTN, compute, note="no attention layers: the linear layers' type")

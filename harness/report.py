@@ -21,7 +21,7 @@ from typing import Any
 
 import jinja2
 
-from harness import arith, cellid, companion, configdiff, explain, faults, figures, measure, platforms
+from harness import accumulation, arith, cellid, companion, configdiff, explain, faults, figures, measure, platforms
 from harness import claims as claim_rules
 from harness import memory_measured
 from harness.errors import HarnessError
@@ -126,6 +126,7 @@ def _settings(spec: dict[str, Any] | None) -> dict[str, Any] | None:
             flat[prefix[:-1].removeprefix("spec.")] = value
 
     walk("", {k: v for k, v in spec["cell"].items() if k not in _NOT_THE_EXPERIMENT})
+    flat["accumulation_steps"] = spec.get("accumulation_steps") or 1   # the batch in micro-batches: another step
     return flat
 
 
@@ -194,6 +195,8 @@ def _row(host: str, s: measure.Repeats) -> dict[str, Any]:
         "time_to_target": s.time_to_target.spread(), "best_metric": spread("best_metric"),
         "test_metric": spread("test_metric"), "metric": first.get("metric"), "target": first.get("target"),
         "settings": first.get("settings"), "process_env": first.get("process_env"),
+        # "batch 256 as 2 x 128 accumulated" where the device could not hold the batch (harness.devicememory.plan)
+        "accumulation": accumulation.recorded(first.get("settings")),
         # the profiled pass (harness.profiling): one repeat has it
         "profile": next((r["profile"] for r in s.ok if r.get("profile")), None), "title": first.get("title"),
         # scaling cells
@@ -237,6 +240,8 @@ def collect(runs: list[Path]) -> dict[str, Any]:
             "served": {run: sorted(n for n in nodes if n is not None) for run, nodes in served.items()},
             "why": _with_limits(explain.explanations(rows), rows),
             "table1": table1(rows, hosts, index), "settings": settings_summary(rows),
+            # Table I's footnote: the cells that took their batch in micro-batches (gradient accumulation)
+            "accumulated": sorted({r["accumulation"] for r in rows if r["accumulation"]}),
             # Table I's footnote: an fp32 GPU cell's share of the FP32 peak, which TF32 convolutions can pass
             "tf32_note": any((r.get("limit") or {}).get("tf32") and r["limit"]["share"] is not None for r in rows),
             "claims": claims, "run_caveats": run_caveats,

@@ -163,10 +163,11 @@ def run(matrix: Matrix, profile: str, platform: str, out: Path, *, only: str | N
             result = _base(cell, repeat, platform, cell.dataset in fake) | {"status": "skipped", "reason": reason}
         else:
             _require_data(cell, folders)
-            log(f"{head}: running (timeout {cell.timeout_s:.0f} s)")
+            plan = host.plan(cell)   # its batch in micro-batches where the device cannot hold it (devicememory)
+            log(f"{head}: running (timeout {cell.timeout_s:.0f} s" + (f"; {plan.label}" if plan.label else "") + ")")
             try:
                 result = _run_child(store, cell, repeat, platform, folders, cell.dataset in fake, shim, node, log,
-                                    turns)
+                                    turns, plan.steps)
             except Interrupted:
                 raise
             except Exception as e:  # noqa: BLE001 - a cell that cannot run is a failed cell; the run goes on
@@ -466,7 +467,8 @@ def _base(cell: Cell, repeat: int, platform: str, synthetic: bool) -> dict[str, 
 
 
 def _run_child(store: RunStore, cell: Cell, repeat: int, platform: str, folders: dict, synthetic: bool,
-               shim: Path, node: launch.Nodes, log=None, turns: dict | None = None) -> dict:
+               shim: Path, node: launch.Nodes, log=None, turns: dict | None = None,
+               accumulation_steps: int = 1) -> dict:
     spec_path = store.path(cell.id, repeat, ".spec.json")
     child_result = store.path(cell.id, repeat, ".child.json")
     events_path = store.path(cell.id, repeat, eventlog.SUFFIX)
@@ -483,7 +485,9 @@ def _run_child(store: RunStore, cell: Cell, repeat: int, platform: str, folders:
                                   # an operator cell on CPU: the cores its child confines itself to
                                   "cpu_cores": operators.cpu_cores(platform, cell.kind),
                                   # an operator cell timed by turns with its configuration's others (harness.turns)
-                                  "turns": turns})
+                                  "turns": turns,
+                                  # a training step's micro-batches (harness.devicememory.plan; 1: the whole batch)
+                                  "accumulation_steps": accumulation_steps})
     env = {**os.environ, **process_env, "PYTHONUNBUFFERED": "1",
            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
            "PATH": os.pathsep.join(filter(None, [str(shim), os.environ.get("PATH")]))}

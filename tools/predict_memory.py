@@ -10,7 +10,9 @@ then become fake tensors (FakeTensorMode: shape, dtype and device, no storage), 
 PyTorch's MemTracker (torch.distributed._tools.mem_tracker), which adds up the bytes of every live tensor after each
 operator: the full batch costs no memory here. The trace stops after --steps optimizer steps (the optimizer's state
 exists from the first), or at the end of the epoch if the batches' shapes differed. Autocast on the CPU is bf16,
-which stands in for a device's fp16: the same two bytes an element.
+which stands in for a device's fp16: the same two bytes an element. A model that accumulates gradients
+(contracts.AccumulatingModel) is traced twice more per precision with its batch in two micro-batches, at
+micro-batches of a half and a quarter of its batch ("accumulated": what harness.devicememory plans micro-batches by).
 
 Slow (BERT-base: about a minute per precision on 2 cores, most of it MemTracker's bookkeeping), hence committed;
 tests/test_devicememory.py fails when a model's sizes or code changed since (harness.devicememory.stale) and
@@ -25,6 +27,7 @@ import datetime as dt
 import json
 import os
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 from unittest import mock
@@ -32,8 +35,8 @@ from unittest import mock
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from harness import accumulation, devicememory, inprocess  # noqa: E402
 from harness import data as datasets  # noqa: E402
-from harness import devicememory, inprocess  # noqa: E402
 from harness import matrix as matrix_mod  # noqa: E402
 from harness.cell import Cell  # noqa: E402
 from harness.errors import HarnessError  # noqa: E402
@@ -103,9 +106,11 @@ def _fake(fm, workload, opts: list) -> None:
             setattr(workload, key, fm.from_tensor(value, static_shapes=True))
 
 
-def trace(cell: Cell, folder: str | None, steps: int = 2, fake: bool = True) -> dict[str, Any]:
-    """The cell's peak (bytes, by MemTracker's kinds) over its first `steps` training steps, and what it rests on.
-    `fake=False` traces real tensors instead (the check that both give the same peak, at a size that fits)."""
+def trace(cell: Cell, folder: str | None, steps: int = 2, fake: bool = True,
+          accumulation_steps: int = 1) -> dict[str, Any]:
+    """The cell's peak (bytes, by MemTracker's kinds) over its first `steps` training steps, each in
+    `accumulation_steps` micro-batches, and what it rests on. `fake=False` traces real tensors instead (the check
+    that both give the same peak, at a size that fits)."""
     import torch
     from torch._subclasses.fake_tensor import FakeTensorMode
     from torch.distributed._tools import mem_tracker
@@ -120,7 +125,7 @@ def trace(cell: Cell, folder: str | None, steps: int = 2, fake: bool = True) -> 
             return original(t._indices()) | original(t._values())
         return original(t)
 
-    workload = inprocess.set_up(cell, folder).workload
+    workload = inprocess.set_up(cell, folder, accumulation_steps=accumulation_steps).workload
     params = sum(p.numel() for p in workload.net.parameters())
     # A shape environment lets `.item()` (each epoch's mean loss) return a symbol instead of failing.
     fm = FakeTensorMode(allow_non_fake_inputs=True, shape_env=ShapeEnv()) if fake else contextlib.nullcontext()
@@ -145,15 +150,25 @@ def trace(cell: Cell, folder: str | None, steps: int = 2, fake: bool = True) -> 
             if done[0] >= steps and len(shapes) == 1:
                 raise _Enough
 
+        def again(module, args):
+            # MemTracker refuses a module's second forward pass in one iteration; a step over micro-batches makes one
+            # per micro-batch. Its per-module statistics are cleared then (the peak over the run is kept), as they
+            # are at each step (`stepped`). Global, so that it runs before MemTracker's own global hook.
+            if module is workload.net and module in tracker.memory_tracking:
+                tracker.reset_mod_stats()
+
         workload.net.register_forward_pre_hook(seen)
         for opt in opts:
             opt.register_step_post_hook(stepped)
+        hook = torch.nn.modules.module.register_module_forward_pre_hook(again)
         try:
             with tracker:
                 while done[0] < steps:
                     workload.train_epoch()
         except _Enough:
             pass
+        finally:
+            hook.remove()
     (peak,) = tracker.get_tracker_snapshot("peak").values()
     parts = {PARTS[k.value]: int(v) for k, v in peak.items() if k != "Total"}
     return {"peak_bytes": int(peak["Total"]), "parts_bytes": parts, "steps": done[0], "batch_shapes": len(shapes),
@@ -173,7 +188,25 @@ def predict(m: matrix_mod.Matrix, model: str, data_dir: Path | None, steps: int,
                      "peak_bytes": got["peak_bytes"], "parts_bytes": got["parts_bytes"], "steps": got["steps"]}
         log(f"{model} {prec}: {got['peak_bytes'] / 2**30:.2f} GiB at its peak ({got['steps']} steps traced, "
             f"{got['data']} data, {got['parameters']:,} parameters)")
+        if accumulation.refusal(model) is None:
+            out[prec]["accumulated"] = accumulated(cell, data_folder(cell, data_dir), steps, log)
     return out
+
+
+def accumulated(cell: Cell, folder: str | None, steps: int, log=print) -> dict[str, Any]:
+    """The peaks of a model that accumulates gradients with its batch in two micro-batches, at micro-batches of a
+    half and a quarter of its batch (the second traced at half the batch, which changes no size but the batch's):
+    the gradients' sums are alive through the second micro-batch's forward pass, and the line through the two
+    peaks gives any micro-batch's (harness.devicememory.micro_need)."""
+    batch = int(cell.spec.hparams["batch"])
+    got = []
+    for b in (batch, batch // 2):
+        half = replace(cell, spec=replace(cell.spec, hparams={**cell.spec.hparams, "batch": b}))
+        got.append(trace(half, folder, steps, accumulation_steps=2))
+        log(f"{cell.model} {devicememory.precision(cell.amp)}, 2 micro-batches of {b // 2}: "
+            f"{got[-1]['peak_bytes'] / 2**30:.2f} GiB at its peak")
+    return {"micro_batches": [batch // 2, batch // 4], "peak_bytes": [g["peak_bytes"] for g in got],
+            "parts_bytes": [g["parts_bytes"] for g in got], "steps": steps}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -26,13 +26,14 @@ def loss_scaler(ctx):
     return ms.amp.DynamicLossScaler(scale_value=2.0**16, scale_factor=2, scale_window=1000)
 
 
-def make_train_step(ctx, loss_fn, optimizer, clip_norm: float | None = None):
+def make_train_step(ctx, loss_fn, optimizer, clip_norm: float | None = None, accumulation_steps: int = 1):
     """The one training step every MindSpore model uses: gradients of `loss_fn(*inputs)` w.r.t. the
     optimiser's parameters, optional global-norm clipping (PyTorch's formula), dynamic loss scaling where
     loss_scaler(ctx) gives one (fp16 on GPU/Ascend; the update is skipped on overflow, as GradScaler does), and
     `ops.depend(loss, update)` so that reading the loss back waits for the update, also in PYNATIVE
     mode where ops are dispatched asynchronously. With several ranks (msrun) the gradients are averaged over
-    them before the update.
+    them before the update. With `accumulation_steps` above 1 it is an Accumulating step instead, called with the
+    batch's micro-batches (see there).
 
     The step is an nn.Cell built as MindSpore's own nn.TrainOneStepCell / TrainOneStepWithLossScaleCell are
     (GradOperation with a sensitivity, the loss scale; the network set to record its forward for the gradient),
@@ -84,9 +85,67 @@ def make_train_step(ctx, loss_fn, optimizer, clip_norm: float | None = None):
             sens = ops.fill(loss.dtype, loss.shape, scaler.scale_value if scaler is not None else 1.0)
             return update(loss, self.grad(self.network, self.weights)(*inputs, sens))
 
+    if accumulation_steps > 1:
+        return Accumulating(loss_fn, optimizer, scaler, update)
     step = TrainStep()
     step.set_train(True)
     return step
+
+
+class Accumulating:
+    """A training step over micro-batches (gradient accumulation), as MindSpore's tutorial on it does: gradients
+    summed into Parameters of the parameters' shapes (ops.assign_add through HyperMap), then one optimiser call on the
+    sums and the sums set to zero. Called with contracts.AccumulatingModel's micro_batches as tensors,
+    [(tensors, share)]: each micro-batch's forward and backward (a cell, which GRAPH mode compiles once) with the
+    sensitivity share x the loss scale, so its gradients are those of its loss times its share; then one update
+    (a second cell): unscale the sums, clip, skip on an overflow in any micro-batch and adjust the loss scale once a
+    step, as make_train_step's update. Returns the batch's loss: the micro-batches' losses times their shares."""
+
+    def __init__(self, loss_fn, optimizer, scaler, update):
+        import mindspore as ms
+        from mindspore import nn, ops
+
+        sums = optimizer.parameters.clone(prefix="accumulated", init="zeros")
+
+        class MicroStep(nn.Cell):
+            def __init__(self):
+                super().__init__(auto_prefix=False)
+                self.network, self.weights, self.sums = loss_fn, optimizer.parameters, sums
+                self.grad = ops.GradOperation(get_by_list=True, sens_param=True)
+                self.hyper_map = ops.HyperMap()
+                self.network.set_grad()
+
+            def construct(self, share, *inputs):
+                loss = self.network(*inputs)
+                sens = ops.fill(loss.dtype, loss.shape, scaler.scale_value if scaler is not None else 1.0) * share
+                grads = self.grad(self.network, self.weights)(*inputs, sens)
+                return ops.depend(loss, self.hyper_map(ops.partial(ops.assign_add), self.sums, grads))
+
+        class Apply(nn.Cell):
+            def __init__(self):
+                super().__init__(auto_prefix=False)
+                self.optimizer, self.sums, self.hyper_map = optimizer, sums, ops.HyperMap()
+
+            def construct(self, loss):
+                loss = update(loss, self.sums)
+                # After the update in program order, which MindSpore keeps for side effects (auto-monad).
+                return ops.depend(loss, self.hyper_map(ops.partial(ops.assign), self.sums,
+                                                       self.hyper_map(ops.zeros_like, self.sums)))
+
+        self.micro, self.apply, self.float32 = MicroStep(), Apply(), ms.float32
+        self.micro.set_train(True)
+        self.apply.set_train(True)
+
+    def __call__(self, parts):
+        import numpy as np
+        from mindspore import Tensor
+
+        total = None
+        for tensors, share in parts:
+            weight = Tensor(np.float32(share))
+            loss = self.micro(weight, *tensors) * weight
+            total = loss if total is None else total + loss
+        return self.apply(total)
 
 
 def dataset_sink(ctx, fixed_shapes: bool) -> tuple[bool, str]:

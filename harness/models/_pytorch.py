@@ -61,7 +61,9 @@ class NativeAmp:
     def autocast(self, enabled: bool = True):
         return autocast(self.ctx) if enabled else contextlib.nullcontext()
 
-    def backward(self, loss) -> None:
+    def backward(self, loss, last: bool = True) -> None:
+        """The scaled loss's backward; `last`: the step's last micro-batch (GradScaler needs no telling: it unscales
+        the summed gradients once, in step)."""
         self.scaler.scale(loss).backward()
 
     def clip_(self, params, max_norm: float) -> None:
@@ -89,8 +91,10 @@ class ApexO2:
     def autocast(self, enabled: bool = True):
         return contextlib.nullcontext()
 
-    def backward(self, loss) -> None:
-        with self.amp.scale_loss(loss, self.optimizer) as scaled:  # unscales the master gradients on exit
+    def backward(self, loss, last: bool = True) -> None:
+        # Unscales the master gradients on exit; with gradient accumulation apex's documented way is to delay that
+        # (delay_unscale=True) for every micro-batch but the step's last.
+        with self.amp.scale_loss(loss, self.optimizer, delay_unscale=not last) as scaled:
             scaled.backward()
 
     def clip_(self, params, max_norm: float) -> None:
@@ -122,6 +126,24 @@ def mixed_precision(ctx, model, optimizer):
         ctx.settings["amp_impl"] = amp_impl.name
         ctx.settings["amp_dtype"] = str(amp_dtype(ctx)).removeprefix("torch.")
     return model, optimizer, amp_impl
+
+
+def accumulate(amp, parts, loss_of, enabled: bool = True):
+    """The forward and backward passes of a training step over its micro-batches (contracts.AccumulatingModel's
+    micro_batches: [(tensors, share)], one of them without accumulation), as PyTorch documents gradient accumulation
+    (the AMP examples' "Gradient accumulation"): each micro-batch's loss under autocast, times its share, and its
+    backward, the gradients adding up in .grad. The caller then takes one optimiser step (amp.step: GradScaler
+    unscales the summed gradients once, skips the step if any micro-batch overflowed, and updates its scale once a
+    step) and one step of its schedule. Returns the batch's loss, detached."""
+    total = None
+    for i, (part, share) in enumerate(parts):
+        with amp.autocast(enabled):
+            loss = loss_of(*part)
+        if len(parts) > 1:   # one micro-batch: the step as it was, not even a multiplication more
+            loss = loss * share
+        amp.backward(loss, last=i == len(parts) - 1)
+        total = loss.detach() if total is None else total + loss.detach()
+    return total
 
 
 def compiled(ctx, module):

@@ -48,6 +48,7 @@ PAD, UNK, CLS, SEP, MASK = range(len(SPECIALS))
 LN_EPS = 1e-12
 ADAM_EPS = 1e-6
 MASK_NEG = -10000.0   # added to a padding key's attention score
+LOSS_EPS = 1e-5       # the masked-LM loss's denominator is its weights' sum plus this
 PROBE = 8
 PROBE_LR = 1e-4
 NO_DECAY = ("bias", "norm.")  # parameter names (torch layout) that AdamW does not decay: biases and LayerNorms
@@ -118,6 +119,27 @@ class Corpus:
         """The first PROBE sequences of a split, masked with the probe's own fixed masks."""
         rng = np.random.RandomState([self.seed, 2])
         return mask_batch(self.ids[split][:PROBE], rng, self.vocab_size, self.rate, self.max_pred)
+
+
+def micro_batches(batch: tuple, parts: int) -> list[tuple[tuple, Any]]:
+    """contracts.AccumulatingModel: a training batch (ids, keys, positions, labels, weights: numpy, torch or MindSpore)
+    as `parts` micro-batches of consecutive sequences, each with its share (w_i + eps) / (w + eps), where w_i is the
+    micro-batch's weight sum and w the batch's. The loss is a weighted mean over the masked positions,
+    sum(ce * weight) / (w + eps), so the shares times the micro-batches' own losses add up to the batch's loss exactly
+    (1 / parts would not: the micro-batches hold different numbers of masked positions). A micro-batch's positions
+    are made relative to its first sequence: mask_batch keeps every position in its own sequence's span."""
+    if parts == 1:
+        return [(batch, 1.0)]
+    ids, keys, pos, labels, weights = batch
+    b, s = ids.shape[0], ids.shape[1]
+    m, p = b // parts, pos.shape[0] // b
+    whole = weights.sum() + LOSS_EPS
+    out = []
+    for i in range(parts):
+        rows, flat = slice(i * m, (i + 1) * m), slice(i * m * p, (i + 1) * m * p)
+        out.append(((ids[rows], keys[rows], pos[flat] - i * m * s, labels[flat], weights[flat]),
+                    (weights[flat].sum() + LOSS_EPS) / whole))
+    return out
 
 
 def steps_total(corpus: Corpus, hp: Mapping[str, Any], spec: ModelSpec) -> int:

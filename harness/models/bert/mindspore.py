@@ -18,7 +18,7 @@ from mindspore.experimental import optim
 
 from harness.models import bert
 from harness.models._mindspore import amp_network, make_train_step
-from harness.models.bert import LN_EPS, MASK_NEG
+from harness.models.bert import LN_EPS, LOSS_EPS, MASK_NEG
 
 RENAME = {"gamma": "weight", "beta": "bias", "embedding_table": "weight"}
 
@@ -124,7 +124,7 @@ class LossCell(nn.Cell):
 
     def construct(self, ids, keys, positions, labels, weights):
         ce = ops.cross_entropy(self.net(ids, keys, positions).astype(ms.float32), labels, reduction="none")
-        return (ce * weights).sum() / (weights.sum() + 1e-5)
+        return (ce * weights).sum() / (weights.sum() + LOSS_EPS)
 
 
 def _tensors(ids, keys, pos, labels, weights) -> list[Tensor]:
@@ -147,13 +147,18 @@ class Workload:
         self.opt = optim.AdamW(bert.param_groups(named, hp["weight_decay"]), lr=hp["lr"],
                                betas=(hp["adam_beta1"], hp["adam_beta2"]), eps=bert.ADAM_EPS)
         self.sched = optim.lr_scheduler.LambdaLR(self.opt, lambda s: bert.lr_factor(s, hp["warmup_steps"], total))
-        self.step = make_train_step(ctx, self.loss_cell, self.opt)
+        self.parts = ctx.accumulation_steps   # micro-batches a step (harness.devicememory.plan)
+        self.step = make_train_step(ctx, self.loss_cell, self.opt, accumulation_steps=self.parts)
 
     def train_epoch(self) -> float:
         self.net.set_train(True)
         losses = []
         for batch in self.corpus.train_batches(self.batch, self.epoch):
-            losses.append(self.step(*_tensors(*batch)))
+            if self.parts == 1:
+                losses.append(self.step(*_tensors(*batch)))
+            else:
+                losses.append(self.step([(_tensors(*part), share)
+                                         for part, share in bert.micro_batches(batch, self.parts)]))
             self.sched.step()
         self.epoch += 1
         return float(np.mean([loss.asnumpy() for loss in losses]))

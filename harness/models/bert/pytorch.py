@@ -10,8 +10,15 @@ from torch import nn
 
 from harness.frameworks.pytorch import device as device_of
 from harness.models import bert
-from harness.models._pytorch import compiled, device_batches, mixed_precision, optimizer_options, prefetch_depth
-from harness.models.bert import LN_EPS, MASK_NEG
+from harness.models._pytorch import (
+    accumulate,
+    compiled,
+    device_batches,
+    mixed_precision,
+    optimizer_options,
+    prefetch_depth,
+)
+from harness.models.bert import LN_EPS, LOSS_EPS, MASK_NEG
 
 
 class Attention(nn.Module):
@@ -99,13 +106,14 @@ class BertMLM(nn.Module):
 def mlm_loss(logits, labels, weights):
     """The weighted mean cross-entropy over the masked positions (BERT's masked_lm loss), in fp32."""
     ce = F.cross_entropy(logits.float(), labels, reduction="none")
-    return (ce * weights).sum() / (weights.sum() + 1e-5)
+    return (ce * weights).sum() / (weights.sum() + LOSS_EPS)
 
 
 class Workload:
     def __init__(self, ctx, data: dict):
         hp = ctx.hparams
         self.ctx, self.dev, self.epoch = ctx, device_of(ctx), 0
+        self.parts = ctx.accumulation_steps   # micro-batches a step (harness.devicememory.plan)
         self.batch, self.corpus, w, total = bert.prepare(ctx, data)
         self.samples_per_epoch = self.corpus.n_train // self.batch * self.batch
         self.net = BertMLM(w, hp).to(self.dev)
@@ -138,15 +146,14 @@ class Workload:
                               lambda t, nb: tuple(a.to(self.dev, non_blocking=nb) for a in t), self.prefetch)
 
     def _step(self, batch, amp: bool = True) -> torch.Tensor:
-        ids, keys, pos, labels, weights = batch
         self.net.train()
         self.opt.zero_grad(set_to_none=True)
-        with self.amp.autocast(enabled=amp):
-            loss = mlm_loss(self.run_net(ids, keys, pos), labels, weights)
-        self.amp.backward(loss)
+        loss = accumulate(self.amp, bert.micro_batches(batch, self.parts),
+                          lambda ids, keys, pos, labels, weights: mlm_loss(self.run_net(ids, keys, pos), labels,
+                                                                           weights), amp)
         self.amp.step()
         self.sched.step()
-        return loss.detach()
+        return loss
 
     def train_epoch(self) -> float:
         with self.train_batches() as batches:

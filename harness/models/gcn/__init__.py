@@ -11,6 +11,9 @@ import numpy as np
 # contracts.ModelPackage: how the model trains, in the event log's words (harness.mlperf logs them).
 MLPERF_KEYS = {"opt_name": "adam", "opt_learning_rate_decay_schedule": "constant"}
 
+# contracts.NoAccumulationModel.
+NO_ACCUMULATION = "GCN trains full-batch on one graph: there is no batch to split into micro-batches"
+
 # contracts.NoPassesModel: the passes scenario (S4) times a fixed batch of training samples, which GCN does not have.
 NO_PASSES = "GCN trains full-batch on one graph: it has no batch of 16 to time"
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from harness.models.resnet50 import NO_ACCUMULATION as NO_ACCUMULATION  # contracts.NoAccumulationModel: BatchNorm
 from harness.models.resnet50 import pass_batch as pass_batch  # contracts.PassesModel: the same CIFAR-10 batch
 
 # contracts.ModelPackage: how the model trains, in the event log's words (harness.mlperf logs them).

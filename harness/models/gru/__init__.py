@@ -47,6 +47,10 @@ from harness.spec import ModelSpec
 # contracts.ModelPackage: how the model trains, in the event log's words (harness.mlperf logs them).
 MLPERF_KEYS = {"opt_name": "adam", "opt_learning_rate_decay_schedule": "constant"}
 
+# contracts.NoAccumulationModel.
+NO_ACCUMULATION = ("not implemented: its loss is a mean over the batch's non-padding tokens (micro-batches would need "
+                   "shares by token count) and its buckets give batches of several shapes")
+
 PAD, UNK, BOS, EOS = 0, 1, 2, 3
 SPECIALS = ["<pad>", "<unk>", "<bos>", "<eos>"]
 TOKEN = re.compile(r"\w+(?:-\w+)*'?|[^\w\s]")

@@ -29,6 +29,9 @@ from harness.spec import ModelSpec
 # contracts.ModelPackage: how the model trains, in the event log's words (harness.mlperf logs them).
 MLPERF_KEYS = {"opt_name": "adam", "opt_learning_rate_decay_schedule": "constant"}
 
+# contracts.NoAccumulationModel.
+NO_ACCUMULATION = "not implemented: no device of the memory table is short of memory for it"
+
 PAD, UNK = 0, 1
 TOKEN = re.compile(r"[a-z0-9]+(?:'[a-z0-9]+)*")
 PROBE = 8

@@ -25,6 +25,10 @@ from harness.spec import ModelSpec
 MLPERF_KEYS = {"opt_name": "sgd",
                "opt_learning_rate_decay_schedule": "linear warm-up, then cosine decay to 0 at the last epoch"}
 
+# contracts.NoAccumulationModel: BatchNorm makes a micro-batch a different computation, not a part of the batch's.
+NO_ACCUMULATION = ("BatchNorm would normalise each micro-batch by its own statistics and move its running statistics "
+                   "once per micro-batch, so an accumulated step would not be the whole batch's")
+
 STAGES = ((64, 3, 1), (128, 4, 2), (256, 6, 2), (512, 3, 2))  # (width, blocks, stride of the first block)
 EXPANSION = 4
 STEM = 64

@@ -1,0 +1,54 @@
+"""Gradient accumulation's shared pieces, framework-neutral: whether a model's training step can take its batch in
+micro-batches (its package declares contracts.AccumulatingModel or NoAccumulationModel), the override that forces it
+(HARNESS_ACCUMULATION_STEPS, for tests and trials), and how a cell that accumulated is named and recorded. When a
+cell accumulates, and in how many micro-batches, is decided in one place: harness.devicememory.plan. How it trains
+then is its model files' (with harness/models/_pytorch.py accumulate and _mindspore.py Accumulating)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from harness import contracts
+from harness.errors import HarnessError
+from harness.models import model_package
+
+FORCE = "HARNESS_ACCUMULATION_STEPS"   # =k: every accumulating model's cells in k micro-batches, whatever the memory
+
+
+def forced_steps() -> int | None:
+    """HARNESS_ACCUMULATION_STEPS as a number of micro-batches; None where it is not set."""
+    raw = os.environ.get(FORCE, "").strip()
+    if not raw:
+        return None
+    if not raw.isdigit() or int(raw) < 1:
+        raise HarnessError(f"{FORCE}={raw!r}: give the micro-batches a training step takes its batch in, a whole "
+                           f"number from 1 (2: two halves), or unset it")
+    return int(raw)
+
+
+def refusal(model: str) -> str | None:
+    """Why the model's training step cannot take its batch in micro-batches (its NO_ACCUMULATION), or None."""
+    package = model_package(model)
+    if isinstance(package, contracts.AccumulatingModel):
+        return None
+    if isinstance(package, contracts.NoAccumulationModel):
+        return package.NO_ACCUMULATION
+    return "it declares no micro_batches (contracts.AccumulatingModel)"
+
+
+def label(batch: int, steps: int) -> str:
+    """How `harness list`, the runner and the report name an accumulated step."""
+    return f"batch {batch} as {steps} x {batch // steps} accumulated"
+
+
+def settings(steps: int, batch: Any) -> dict[str, Any]:
+    """What a training cell's result records of it (its settings): the micro-batches a step, and their size where
+    it accumulates."""
+    return {"accumulation_steps": steps, **({"micro_batch": int(batch) // steps} if steps > 1 and batch else {})}
+
+
+def recorded(settings: dict[str, Any] | None) -> str | None:
+    """The label of a result that accumulated (its settings, as `settings` made them); None for one that did not."""
+    steps, micro = (settings or {}).get("accumulation_steps") or 1, (settings or {}).get("micro_batch")
+    return label(steps * micro, steps) if steps > 1 and micro else None
