@@ -43,12 +43,19 @@ def label(batch: int, steps: int) -> str:
 
 
 def settings(steps: int, batch: Any) -> dict[str, Any]:
-    """What a training cell's result records of it (its settings): the micro-batches a step, and their size where
-    it accumulates."""
-    return {"accumulation_steps": steps, **({"micro_batch": int(batch) // steps} if steps > 1 and batch else {})}
+    """What a training cell's result records of it (its settings, in the child): the micro-batches a step and, where
+    it accumulates, their size and why (the override, which the child inherits, or the device's memory)."""
+    if steps == 1 or not batch:
+        return {"accumulation_steps": steps}
+    why = f"{FORCE}={steps}" if forced_steps() == steps else "device memory"
+    return {"accumulation_steps": steps, "micro_batch": int(batch) // steps, "accumulation_why": why}
 
 
 def recorded(settings: dict[str, Any] | None) -> str | None:
-    """The label of a result that accumulated (its settings, as `settings` made them); None for one that did not."""
-    steps, micro = (settings or {}).get("accumulation_steps") or 1, (settings or {}).get("micro_batch")
-    return label(steps * micro, steps) if steps > 1 and micro else None
+    """The label of a result that accumulated (its settings, as `settings` made them), with the override where it
+    asked for it; None for one that did not."""
+    s = settings or {}
+    steps, micro, why = s.get("accumulation_steps") or 1, s.get("micro_batch"), s.get("accumulation_why")
+    if steps == 1 or not micro:
+        return None
+    return label(steps * micro, steps) + (f" ({why})" if why and why != "device memory" else "")

@@ -163,7 +163,8 @@ def test_an_accumulated_cell_records_it_and_its_log_passes_mlperfs_checker(accum
     folder = accumulated_run / "cells" / BERT
     result = json.loads((folder / "r0.json").read_text())
     assert result["status"] == "ok"
-    assert result["settings"]["accumulation_steps"] == 2 and result["settings"]["micro_batch"] == 4
+    assert {k: result["settings"][k] for k in ("accumulation_steps", "micro_batch", "accumulation_why")} == {
+        "accumulation_steps": 2, "micro_batch": 4, "accumulation_why": f"{FORCE}=2"}
     assert json.loads((folder / "r0.spec.json").read_text())["accumulation_steps"] == 2
     lines = (folder / "r0.mllog").read_text().splitlines()
     logged = {e["key"]: e["value"] for e in (json.loads(line.removeprefix(":::MLLOG ")) for line in lines)}
@@ -174,7 +175,8 @@ def test_an_accumulated_cell_records_it_and_its_log_passes_mlperfs_checker(accum
 
 def test_the_report_marks_an_accumulated_cell(accumulated_run):
     html = (accumulated_run / "report" / "report.html").read_text()
-    assert '<sup title="batch 8 as 2 x 4 accumulated">†</sup>' in html
-    assert "took it in micro-batches (batch 8 as 2 x 4 accumulated)" in html
+    said = f"batch 8 as 2 x 4 accumulated ({FORCE}=2)"
+    assert f'<sup title="{said}">†</sup>' in html
+    assert f"took its batch in micro-batches ({said})" in html
     tex = (accumulated_run / "report" / "tables" / "table1.tex").read_text()
-    assert "$^\\dagger$" in tex and "batch 8 as 2 x 4 accumulated" in tex
+    assert "$^\\dagger$ & " in tex and "batch 8 as 2 x 4 accumulated" in tex   # the row, and the note
