@@ -231,22 +231,27 @@ def by_memory(cell: Cell, have_gib: float | None, predictions: dict[str, Any] | 
         return Plan(need=n, batch=batch)
     whole = (f"predicted to need {n.gib:.1f} GiB of device memory ({n.basis}; harness/devicememory.json), more than "
              f"{HEADROOM:.0%} of this device's {have_gib:.1f} GiB")
-    smallest = next((d.name for d in sorted(DEVICES.values(), key=lambda d: d.gib) if fits(n.gib, d.gib)), None)
-    fix = (f"run it on a device of at least {n.gib / HEADROOM:.1f} GiB" + (f" ({smallest} or larger)" if smallest
-           else "") + f", or with {OFF} to try it here")
     why = accumulation.refusal(str(cell.model))
+    one = micro_need(cell, 1, predictions) if batch and not why else None
     if why:
-        return Plan(skip=f"{whole}, and it cannot take its batch in micro-batches ({why}); {fix}", batch=batch)
-    if not batch or micro_need(cell, 1, predictions) is None:
+        return Plan(skip=f"{whole}, and it cannot take its batch in micro-batches ({why}); {_fix(n.gib)}",
+                    batch=batch)
+    if one is None:
         return Plan(skip=f"{whole}; harness/devicememory.json has no prediction of its micro-batches (run "
-                         f"`{REGENERATE} --only {cell.model}`); {fix}", batch=batch)
+                         f"`{REGENERATE} --only {cell.model}`); {_fix(n.gib)}", batch=batch)
     for k in (k for k in range(2, batch + 1) if batch % k == 0):
         micro = micro_need(cell, batch // k, predictions)
         if micro is not None and fits(micro.gib, have_gib):
             return Plan(k, need=micro, batch=batch)
-    one = micro_need(cell, 1, predictions)
     return Plan(skip=f"{whole}, and with gradient accumulation even a micro-batch of 1 is predicted at "
-                     f"{one.gib:.1f} GiB ({one.basis}); {fix}", batch=batch)
+                     f"{one.gib:.1f} GiB ({one.basis}); {_fix(one.gib, ', in micro-batches')}", batch=batch)
+
+
+def _fix(gib: float, how: str = "") -> str:
+    """What a skip reason tells the user to do: the least device that holds `gib`, or the switch."""
+    smallest = next((d.name for d in sorted(DEVICES.values(), key=lambda d: d.gib) if fits(gib, d.gib)), None)
+    return (f"run it on a device of at least {gib / HEADROOM:.1f} GiB" + (f" ({smallest} or larger)" if smallest
+            else "") + how + f", or with {OFF} to try it here")
 
 
 def too_big(cell: Cell, have_gib: float | None, predictions: dict[str, Any] | None = None) -> str | None:

@@ -105,8 +105,9 @@ def test_a_cell_too_large_for_the_device_is_skipped_before_it_runs(a_gpu_of, mon
     assert skipped["reason"] == (f"predicted to need {need:.1f} GiB of device memory (PyTorch eager, traced; "
                                  f"harness/devicememory.json), more than 90% of this device's 1.0 GiB, and with "
                                  f"gradient accumulation even a micro-batch of 1 is predicted at {one.gib:.1f} GiB "
-                                 f"({one.basis}); run it on a device of at least {need / 0.9:.1f} GiB "
-                                 f"({_smallest(need)} or larger), or with HARNESS_DEVICE_MEMORY=off to try it here")
+                                 f"({one.basis}); run it on a device of at least {one.gib / 0.9:.1f} GiB "
+                                 f"({_smallest(one.gib)} or larger), in micro-batches, or with "
+                                 f"HARNESS_DEVICE_MEMORY=off to try it here")
     line = next(s for s in said if s.startswith("device memory:"))
     assert line == "device memory: 1.0 GiB a device (faked); 1 cells predicted to need more than 90% of it are " \
                    "recorded as skipped (bert)"
