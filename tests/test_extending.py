@@ -132,6 +132,9 @@ PARTS = [
      "harness/models/toy/__init__.py: lacks MLPERF_KEYS"),
     ("harness/models/toy/__init__.py", _drop(r"^NO_PASSES = .*?\n"),
      "harness/models/toy/__init__.py: declares neither pass_batch (contracts.PassesModel) nor NO_PASSES"),
+    ("harness/models/toy/__init__.py", _drop(r"^NO_ACCUMULATION = .*?\n"),
+     "harness/models/toy/__init__.py: declares neither micro_batches (contracts.AccumulatingModel) nor "
+     "NO_ACCUMULATION"),
     ("harness/models/toy/pytorch.py", None, "harness/models/toy/pytorch.py is missing"),
     ("harness/models/toy/mindspore.py", None, "harness/models/toy/mindspore.py is missing"),
     ("harness/models/toy/mindspore.py", _drop(r"^def build\(.*"), "harness/models/toy/mindspore.py lacks 'build'"),
