@@ -90,8 +90,10 @@ def runs_effect(got: str, want: str, repo: Path = REPO) -> dict[str, str]:
     if not (runs[got] and runs[want]):
         return {}
 
+    model = data.get("headline")
+
     def c1(name: str) -> str:
-        ratios = _join(f"{r['c1']['resnet50']['ratio']:.2f}" for r in runs[name] if "resnet50" in r["c1"])
+        ratios = _join(f"{r['c1'][model]['ratio']:.2f}" for r in runs[name] if model in r["c1"])
         return f"{ratios} under {name} ({_verdicts('C1', runs[name])})"
 
     def ops(name: str) -> str:
@@ -102,7 +104,7 @@ def runs_effect(got: str, want: str, repo: Path = REPO) -> dict[str, str]:
     host = runs[want][0].get("cpu") or "?"
     where = f"one 2-core {host} host, {len(runs[got])} and {len(runs[want])} runs ({EFFECT.rsplit('/', 1)[0]})"
     return {"where": f"measured on {where}",
-            "c1": f"C1's ResNet50 MindSpore/PyTorch ratio {c1(got)} against {c1(want)}",
+            "c1": f"C1's {data.get('headline_name')} MindSpore/PyTorch ratio {c1(got)} against {c1(want)}",
             "figure5": f"Figure 5's ratios outside the intervals of the first {want} run: {ops(got)} against "
                        f"{ops(want)}"}
 

@@ -28,7 +28,7 @@ def test_the_check_and_the_banner_quote_the_measured_runs():
     said = configdiff.runs_effect("glibc-tuned", "tcmalloc")
     without = [r for r in data["runs"] if r["pytorch_model_allocator"] == "glibc-tuned"]
     for r in without:
-        assert f"{r['c1']['resnet50']['ratio']:.2f}" in said["c1"]
+        assert f"{r['c1'][data['headline']]['ratio']:.2f}" in said["c1"]
         assert r["verdicts"]["C1"] in said["c1"]
     assert said["where"].startswith("measured on one 2-core") and said["figure5"].startswith("Figure 5's ratios")
     assert configdiff.runs_effect("jemalloc", "tcmalloc") == {}   # no run of that configuration: nothing quoted
