@@ -172,13 +172,13 @@ def _fetch(args) -> int:
 
 
 def _bookings() -> dict:
-    from harness.estimate import BOOKINGS
+    from harness.booking import BOOKINGS
 
     return BOOKINGS
 
 
 def _estimate(args) -> int:
-    from harness import devicememory, estimate
+    from harness import booking, devicememory, estimate
     from harness.host import Host
 
     m = _matrix(args)
@@ -203,9 +203,9 @@ def _estimate(args) -> int:
     # The device's memory from the table (a booking's device, or --device by name): the cells it cannot hold are
     # left out of the estimate as the run leaves them out (harness.devicememory).
     gib, source = devicememory.table_gib(device or estimate.reference_device(folders[0]))
-    proj = estimate.project(m, args.profile, platform, run=folders, device=device, devices=devices, synthetic=fake,
-                            memory=(gib, source))
-    print("\n".join(estimate.projection_lines(proj, folders)))
+    proj = booking.project(m, args.profile, platform, run=folders, device=device, devices=devices, synthetic=fake,
+                           memory=(gib, source))
+    print("\n".join(booking.projection_lines(proj, folders)))
     cells = m.expand(args.profile)
     print("\n".join(devicememory.fit_table(cells)))
     said = Host(platform, args.profile, devices, {}, m, gib, source).memory_line(cells)

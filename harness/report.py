@@ -23,8 +23,8 @@ import jinja2
 
 from harness import accumulation, arith, cellid, companion, configdiff, explain, faults, figures, measure, platforms
 from harness import claims as claim_rules
-from harness import memory_measured
 from harness.errors import HarnessError
+from harness.memory_measured import table as memory_table
 from harness.store import RunStore, write_atomic
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
@@ -253,7 +253,7 @@ def collect(runs: list[Path]) -> dict[str, Any]:
             "synthetic": any(r["synthetic"] for r in rows), "profiles": profiles, "paper_env": PAPER_ENV,
             "env_rows": environment_rows(hosts), "version_note": version_note(hosts), "at_best": at_best(hosts),
             # An accelerator run's device memory: the CPU-side prediction beside the framework's and NVML's peaks
-            "device_memory": memory_measured.table(hosts, merged),
+            "device_memory": memory_table(hosts, merged),
             # The banner at the top: where a run's configuration differs from its expected results' (configdiff)
             "config_diff": {h["label"]: d for h in hosts if (d := configdiff.differences(h["meta"], h["env"]))}}
 

@@ -9,29 +9,31 @@ child's run (process start, building, the profiled pass: elapsed less wall). A p
 id where the reference measured it; else the nearest by model, precision, framework and mode, and its time is the
 donor's parts at the planned cell's samples per epoch, epochs and devices:
 
-    fixed + f * first + epochs * samples / devices * per_sample * max(1, busy * f) + f * epochs * eval
+    fixed + f * first + epochs * samples / devices * per_sample * step * r + f * epochs * eval
 
 `first`: the first epoch's time beyond its samples at the later pace (autotuning, compilation). `epochs`: what the
 donor ran where it stopped at its target with the same settings and data, else the planned epochs (an upper bound).
-`f`: the device factor, the ratio of the two devices' dense peaks at the cell's precision (vendor figures,
-harness.profiling.peaks) where both are known, else 1. `busy`: the share of the donor's step its device was
-busy (its profiled pass's device timeline), 1 where unmeasured: a host-bound step (on an H200, PyTorch's ResNet50 at
-batch 128) is scaled only in its device part; without that share an estimate for a slower device is long.
-MindSpore's cells take PyTorch's measured times where the reference has no MindSpore cell (the reference GPU host
-had no MindSpore).
+`f`: the device factor (harness.devicescale): 1 on the donor's own device kind; the two devices' measured ratio for
+the model and precision where both have committed measurements, and then `step` = f (the whole step was measured);
+else the slower of their dense-peak and memory-bandwidth ratios, and `step` = max(1, busy * f). `busy`: the share of
+the donor's step its device was busy (its profiled pass's device timeline), 1 where unmeasured: a host-bound step (on
+an H200, PyTorch's ResNet50 at batch 128) is scaled only in its device part; without that share an estimate for a
+slower device is long. `r`: 1, but for a MindSpore cell priced from a PyTorch donor (no committed accelerator run
+measured MindSpore): MindSpore's training step over PyTorch's as the committed CPU runs measured it
+(harness.frameworkratio), a weak proxy for a device's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from statistics import median
 from typing import Any
 
-from harness import profiling, turns
+from harness import devicescale, profiling, turns
 from harness.cell import Cell
-from harness.profiling.peaks import AMP_PRECISION, peak, run_device
+from harness.profiling.peaks import AMP_PRECISION, run_device
 from harness.spec import ModelSpec
 from harness.store import RunStore
 
@@ -195,14 +197,17 @@ def planned_samples(cell: Cell, donor: Donor, synthetic: bool, donor_synthetic: 
 
 
 def seconds(cell: Cell, donor: Donor, factor: float = 1.0, *, synthetic: bool = False,
-            donor_synthetic: bool = False, profiled: bool = False, on_device: bool = False) -> float:
+            donor_synthetic: bool = False, profiled: bool = False, on_device: bool = False, whole_step: bool = False,
+            framework_ratio: float = 1.0) -> float:
     """The planned cell's estimated seconds from its donor (module docstring); `profiled`: this repeat runs the profiled
     pass (a single-device fp32 model cell's first repeat), `on_device`: on an accelerator (its pass is a window of a
-    few steps, harness.profiling.DEVICE_STEPS)."""
+    few steps, harness.profiling.DEVICE_STEPS); `whole_step`: the factor was measured for the whole step;
+    `framework_ratio`: the training steps' factor for another framework than the donor's (harness.frameworkratio)."""
     spec = cell.spec
     if donor.samples == 0 or not isinstance(spec, ModelSpec):
         return donor.elapsed_s   # a cell timed by blocks of at least a fixed time: its time barely scales
-    own = cell.id == donor.cell and donor.ok and factor == 1.0 and synthetic == donor_synthetic and spec.epochs and (
+    own = cell.id == donor.cell and donor.ok and factor == 1.0 and framework_ratio == 1.0 and \
+        synthetic == donor_synthetic and spec.epochs and (
         donor.epochs_run == spec.epochs or donor.reached_target and spec.stop_at_target)
     if own and profiled and not on_device:
         return donor.elapsed_s
@@ -213,8 +218,8 @@ def seconds(cell: Cell, donor: Donor, factor: float = 1.0, *, synthetic: bool = 
     per_dev = donor.devices / max(cell.devices, 1)   # data parallelism splits an epoch's samples over the devices
     # A step takes the longer of the host's part (as measured) and the device's part scaled to this device: a
     # host-bound step on a fast device does not slow down in proportion on a slower one.
-    step = max(1.0, donor.busy * factor) if factor > 1 else factor
-    train = epochs * samples * donor.per_sample_s * per_dev * step
+    step = factor if whole_step or factor <= 1 else max(1.0, donor.busy * factor)
+    train = epochs * samples * donor.per_sample_s * per_dev * step * framework_ratio
     # A donor that autotuned where this cell will not (harness.frameworks.pytorch.autotune_pays): its first epoch's
     # extra time is taken as the autotuning (on the H200 not separated from lazy initialisation).
     first = 0.0 if donor.autotuned and not _autotunes(cell) else donor.first_s
@@ -244,17 +249,6 @@ def pass_seconds(cell: Cell, donor: Donor, on_device: bool) -> float:
     return min(donor.pass_s, window) if donor.pass_s else window
 
 
-def factor(ref: str | None, here: str | None, dtype: str) -> float:
-    """How many times longer a device-bound step takes on `here` than on `ref`: the ratio of their dense peaks at the
-    precision (harness.profiling.peaks), else at fp16 where one of them publishes no figure at the precision (the
-    Ascend 910 publishes no FP32 figure), else 1."""
-    for precision in (dtype, "fp16"):
-        a, b = peak(ref, precision), peak(here, precision)
-        if a and b:
-            return a / b
-    return 1.0
-
-
 @dataclass
 class Estimate:
     per_cell: dict[str, float]           # cell id -> seconds for a repeat after the first (no profiled pass)
@@ -263,14 +257,18 @@ class Estimate:
     total_s: float
     skipped: int
     first: dict[str, float]              # cell id -> seconds of its first repeat (its profiled pass with it)
+    donor: dict[str, Donor] = field(default_factory=dict)                  # cell id -> the cell it was priced from
+    scale: dict[str, devicescale.Scale] = field(default_factory=dict)      # cell id -> its device factor
+    ratio: dict[str, float] = field(default_factory=dict)                  # cell id -> its framework ratio, where not 1
 
 
 def plan(todo: Sequence[tuple[Cell, int]], pool: dict[str, Donor], *, here: str | None = None,
          synthetic: Iterable[str] = (), ref_synthetic: Iterable[str] = (), skip=lambda c: None,
-         on_device: bool = False) -> Estimate:
+         on_device: bool = False, ratio: Callable[[Cell, Donor], float] = lambda c, d: 1.0) -> Estimate:
     """The estimated seconds of every planned (cell, repeat); `skip(cell)` gives the reason a cell will not run here
     (then 0 s), `here` this host's device name (None: the reference's), `on_device`: the planned host is an
-    accelerator. `per_cell`: a cell's seconds for a repeat after its first (the first adds its profiled pass)."""
+    accelerator, `ratio(cell, donor)`: the training steps' factor of a cell priced from another framework's donor.
+    `per_cell`: a cell's seconds for a repeat after its first (the first adds its profiled pass)."""
     fake, ref_fake = set(synthetic), set(ref_synthetic)
 
     def generated(dataset: str | None, names: set[str]) -> bool:
@@ -280,6 +278,7 @@ def plan(todo: Sequence[tuple[Cell, int]], pool: dict[str, Donor], *, here: str 
     how: dict[str, str] = {}
     total, skipped = 0.0, 0
     first: dict[str, float] = {}   # a cell's first repeat, with its profiled pass
+    out = Estimate(per_cell, how, len(todo), 0.0, 0, first)
     for cell, repeat in todo:
         if cell.id not in per_cell:
             if skip(cell):
@@ -290,14 +289,21 @@ def plan(todo: Sequence[tuple[Cell, int]], pool: dict[str, Donor], *, here: str 
                     per_cell[cell.id] = first[cell.id] = 0.0
                 else:
                     dtype = (cell.spec.dtype if cell.kind == "operator" else AMP_PRECISION.get(cell.amp, "fp32"))
-                    f = factor(donor.device, here, dtype) if here else 1.0
-                    kw = {"synthetic": generated(cell.dataset, fake),
-                          "donor_synthetic": generated(cell.dataset, ref_fake), "on_device": on_device}
+                    s = devicescale.scale(donor.device, here, cell.model, dtype)
+                    r = ratio(cell, donor) if cell.framework != donor.framework else 1.0
+                    out.donor[cell.id], out.scale[cell.id] = donor, s
+                    if r != 1.0:
+                        out.ratio[cell.id] = r
+                    f = s.factor
+                    kw = {"synthetic": generated(cell.dataset, fake), "whole_step": s.whole_step,
+                          "donor_synthetic": generated(cell.dataset, ref_fake), "on_device": on_device,
+                          "framework_ratio": r}
                     per_cell[cell.id] = seconds(cell, donor, f, **kw)
                     passes = isinstance(cell.spec, ModelSpec) and profiling.runs_pass(cell, 0)
                     first[cell.id] = seconds(cell, donor, f, profiled=passes, **kw)
         if how[cell.id] == "skipped":
             skipped += 1
         total += first[cell.id] if repeat == 0 else per_cell[cell.id]
-    return Estimate(per_cell, how, len(todo), total, skipped, first)
+    out.total_s, out.skipped = total, skipped
+    return out
 

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 
-from harness import matrix, profiling, stepmodel
+from harness import devicescale, matrix, profiling, stepmodel
 from harness.claims.paper import BASELINE
 from harness.progress import RunProgress
 from harness.store import RunStore, write_json_atomic
@@ -65,7 +65,7 @@ def test_real_data_scales_to_the_real_split_and_the_planned_epochs(reference):
 
 def test_another_device_scales_only_the_device_part_of_a_host_bound_step(reference):
     d = stepmodel.donors(reference)[RESNET]
-    f = stepmodel.factor("NVIDIA H200", "Tesla V100-SXM2-32GB", "fp32")
+    f = devicescale.peak_ratio("NVIDIA H200", "Tesla V100-SXM2-32GB", "fp32")
     assert f == pytest.approx(67 / 15.7)
     cell = _cells()[RESNET]
     same = stepmodel.seconds(cell, d, synthetic=True, donor_synthetic=True)
@@ -74,7 +74,13 @@ def test_another_device_scales_only_the_device_part_of_a_host_bound_step(referen
     # busy 25% of the step: on a device 4.27 times slower the step takes max(1, 0.25 * 4.27) = 1.07 times as long.
     assert slower == pytest.approx(26.0 + f * 18.0 + train * max(1.0, 0.25 * f) + f * 2 * 3.0)
     assert same < slower
-    assert stepmodel.factor("NVIDIA H200", "Ascend910", "fp32") == pytest.approx(989 / 256)   # no FP32 figure: fp16's
+    assert devicescale.peak_ratio("NVIDIA H200", "Ascend910", "fp32") == pytest.approx(989 / 256)   # fp16's
+    # A factor the two devices measured for the whole step scales the host's part too; MindSpore's ratio to PyTorch
+    # (harness.frameworkratio) scales the training steps alone.
+    whole = stepmodel.seconds(cell, d, 1.2, synthetic=True, donor_synthetic=True, whole_step=True)
+    assert whole == pytest.approx(26.0 + 1.2 * 18.0 + train * 1.2 + 1.2 * 2 * 3.0)
+    ms = stepmodel.seconds(cell, d, synthetic=True, donor_synthetic=True, framework_ratio=2.5)
+    assert ms == pytest.approx(26.0 + 18.0 + train * 2.5 + 2 * 3.0)
 
 
 def test_an_unmeasured_setting_takes_the_nearest_donor(reference):

@@ -13,6 +13,14 @@ Sources (dense figures, no 2:4 sparsity; fp32 is the non-tensor-core FP32 rate, 
   then null, and the table says no peak is known).
 PyTorch lets cuDNN use TF32 for fp32 convolutions by default on Ampere and later, so an fp32 cell's share of the FP32
 peak can pass 100% there; the FP32 rate is still the limit an fp32 model is held to.
+
+Memory bandwidth (BANDWIDTH, bytes/s; the estimate's rule for a device no committed run measured, harness.devicescale):
+- V100: NVIDIA Tesla V100 datasheet, 900 GB/s (SXM2 and PCIe); V100S PCIe: 1,134 GB/s.
+- A100: NVIDIA A100 datasheet, 40 GB HBM2 1,555 GB/s; 80 GB HBM2e SXM 2,039 GB/s, PCIe 1,935 GB/s.
+- H100: NVIDIA H100 datasheet, SXM5 3.35 TB/s, PCIe 2 TB/s.
+- H200: NVIDIA H200 datasheet, SXM and NVL 4.8 TB/s.
+- Ascend 910 and 910B: no figure found in a Huawei document checked here; left unknown (the rule then takes the
+  peaks alone).
 """
 
 from __future__ import annotations
@@ -33,6 +41,14 @@ PEAKS: dict[tuple[str, str], float] = {
 
 # Devices whose peak is not published: no share of peak, rather than a relative's (the 910's for a 910B).
 UNKNOWN = ("Ascend910B",)
+
+# name fragment -> memory bandwidth in bytes/s, variants first (the module docstring's sources).
+BANDWIDTH: dict[str, float] = {
+    "V100S": 1134e9, "V100": 900e9,
+    "A100-SXM4-80GB": 2039e9, "A100 80GB PCIe": 1935e9, "A100": 1555e9,
+    "H100 PCIe": 2.0e12, "H100": 3.35e12,
+    "H200 NVL": 4.8e12, "H200": 4.8e12,
+}
 
 # A model cell's precision from its AMP level: O2/O3 compute in half precision (fp16 on every platform the harness
 # runs; bf16's peak is the same on these devices).
@@ -67,6 +83,23 @@ def run_device(platform: str | None, env: dict[str, Any]) -> str | None:
         info = str((env.get("ascend") or {}).get("npu_smi_info") or "")
         return "Ascend910B" if "910B" in info else "Ascend910" if "910" in info else None
     return None
+
+
+def kind(name: str | None) -> str | None:
+    """The device kind a name is of: the longest fragment of the peaks' or the bandwidths' table found in it ("NVIDIA
+    H100 80GB HBM3" -> "H100", "Ascend910B" -> "Ascend910B"), else the name itself. Two names of one kind are one
+    device to the estimate (the same figures, the same committed measurements)."""
+    if not name:
+        return None
+    found = [f for f in {frag for frag, _ in PEAKS} | set(UNKNOWN) | set(BANDWIDTH) if f in name]
+    return max(found, key=len) if found else name
+
+
+def bandwidth(name: str | None) -> float | None:
+    """Memory bandwidth of the device `name` in bytes/s; None where not known."""
+    if not name:
+        return None
+    return next((v for frag, v in BANDWIDTH.items() if frag in name), None)
 
 
 def peak(name: str | None, precision: str) -> float | None:
