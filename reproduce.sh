@@ -50,7 +50,8 @@ usage: ./reproduce.sh cpu|cuda|ascend [--quick|--accelerator|--target|--full|--c
                    comma-separated ones named (e.g. --synthetic cifar10 keeps real Cora and Multi30K)
   --only GLOB[,GLOB]
                    only the cells whose id matches one of the globs (see: python -m harness list)
-  --repeats N      at least N repeats of every cell (default: the profile's; 2 for the cells a claim compares)
+  --repeats N      at least N repeats of every cell (default: the profile's repeats, and its claim_repeats
+                   for the cells a claim compares: 2 for quick, target and accelerator)
   --max-repeats M  a comparison whose verdict is not yet settled gets one more repeat of its cells at a time,
                    up to M (default: the profile's max_repeats in harness/matrix.toml: 2 for quick,
                    3 for target and accelerator)

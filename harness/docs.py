@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness import docs_accelerator, docs_memory, docs_render
+from harness import docs_accelerator, docs_facts, docs_gpu, docs_memory, docs_render
 from harness.docs_render import Run
 from harness.errors import HarnessError
 from harness.store import write_atomic
@@ -36,6 +36,7 @@ RUNS_DIR = "docs/runs"
 QUICK, TARGET = "cpu-quick", "cpu-target"   # ./reproduce.sh cpu --synthetic cifar10; ./reproduce.sh cpu --target
 GPU = ("cuda-gpuprobe", "cuda-gpuprobe-compile", "cuda-quick")   # the H200's runs (docs/runs/README.md)
 FIX = "python -m harness docs --write"
+ALL = (QUICK, TARGET, *GPU)   # every committed run: what ran where
 MEMORY = "docs/methodology/device-memory.md"
 
 
@@ -54,13 +55,25 @@ class Block:
 BLOCKS = (
     Block("ARTIFACT.md", "checklist-times", (QUICK, TARGET), docs_render.checklist_times),
     Block("ARTIFACT.md", "kick-the-tires", (QUICK,), docs_render.kick_the_tires),
-    Block("ARTIFACT.md", "workflow-times", (QUICK, TARGET), docs_render.workflow_times),
-    Block("ARTIFACT.md", "expected-cpu", (QUICK, TARGET), docs_render.expected_cpu),
-    Block("ARTIFACT.md", "why-cpu", (QUICK,), docs_render.why_sentences),
+    Block(f"{RUNS_DIR}/README.md", "workflow-times", (QUICK, TARGET), docs_render.workflow_times),
+    Block("ARTIFACT.md", "expected-cpu", (QUICK, TARGET), docs_render.expected_summary),
+    Block(f"{RUNS_DIR}/README.md", "expected-cpu-parts", (QUICK, TARGET), docs_render.expected_cpu),
     Block("README.md", "readme-times", (QUICK, TARGET), docs_render.readme_times),
     # the CPU runs too: MindSpore's cells are priced from their ratio to PyTorch (harness.frameworkratio)
     Block("ARTIFACT.md", "accelerator-estimates", (*GPU, QUICK, TARGET), docs_accelerator.accelerator_estimates),
-    Block("ARTIFACT.md", "gpu-measured", GPU, docs_accelerator.gpu_measured),
+    Block("docs/platforms/cuda.md", "gpu-measured", GPU, docs_accelerator.gpu_measured),
+    # What ran where, the profiles' defaults, the `done:` range, a GPU's expectations per claim (harness.docs_facts,
+    # harness.docs_gpu): each fact from one source, rendered wherever a page states it.
+    Block("README.md", "where-ran", ALL, docs_facts.where_ran_line),
+    Block("README.md", "profiles", (QUICK,), docs_facts.profiles),
+    Block("ARTIFACT.md", "where-ran", ALL, docs_facts.where_ran),
+    Block("ARTIFACT.md", "profiles", (QUICK,), docs_facts.profiles),
+    Block("ARTIFACT.md", "done-range", (QUICK,), docs_facts.done_range),
+    Block("ARTIFACT.md", "expected-gpu", GPU, docs_gpu.expected_gpu),
+    Block("docs/platforms/cpu.md", "where-ran", ALL, docs_facts.where_ran),
+    Block("docs/platforms/cuda.md", "where-ran", ALL, docs_facts.where_ran),
+    Block("docs/platforms/ascend.md", "where-ran", ALL, docs_facts.where_ran),
+    Block("docs/platforms/verified.md", "where-ran", ALL, docs_facts.where_ran),
     Block("docs/methodology/why.md", "why-cpu-measured", (QUICK,), docs_render.why),
     Block("docs/methodology/why.md", "why-crosscheck", (QUICK,), docs_render.why_crosscheck),
     # From the committed predictions (harness/devicememory.json) and the device table; the last beside the H200's runs.

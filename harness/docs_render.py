@@ -4,7 +4,8 @@ the same text.
 
     Run.load(path)      a run folder: meta (run.json), env (env.json), results
     duration(seconds)   "42 s", "12 min 34 s", "1 h 01 min 13 s": every time the docs show
-    checklist_times, workflow_times, kick_the_tires, expected_cpu, readme_times, why_sentences, why: (runs) -> Markdown
+    checklist_times, workflow_times, kick_the_tires, expected_cpu, expected_summary, time_to_target, readme_times,
+    why_sentences, why: (runs) -> Markdown
 """
 
 from __future__ import annotations
@@ -178,14 +179,6 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def _verdict_line(c: claim_rules.Claim) -> str:
-    missing = sum(p.outcome == claim_rules.NOT_MEASURED for p in c.parts)
-    if c.verdict == "not measured":
-        return f"{c.id} **not measured** (none of its cells is in this profile)"
-    reason = c.reason.split("; not measured:")[0]
-    return f"{c.id} **{c.verdict}**: {reason}" + (f"; {missing} not measured in this run" if missing else "")
-
-
 # -- the blocks ------------------------------------------------------------------------------------------------
 def checklist_times(runs: Sequence[Run]) -> str:
     return "\n".join(f"- {r.profile} profile, `{r.command()}`: {r.runs()}, {r.wall()} wall time on {r.host()}, "
@@ -214,9 +207,8 @@ def kick_the_tires(runs: Sequence[Run]) -> str:
            f"({r.date()}{f'; {load}' if load else ''}), {r.runs()}: "
            f"{r.extra()}. The data came from a local copy (`--data-dir`), so no download is in that time. Its last "
            f"line is", "",
-           f"```\ndone: {r.statuses()}; results in DIR\n```", "",
-           f"and the claims' verdicts on that run ({r.profile} profile, {r.meta['platform']}) are:", ""]
-    return "\n".join(out + [f"- {_verdict_line(c)}" for c in r.claims()])
+           f"```\ndone: {r.statuses()}; results in DIR\n```"]
+    return "\n".join(out)
 
 
 def _measured(detail: str, outcome: str, interval: Any) -> str:
@@ -225,6 +217,8 @@ def _measured(detail: str, outcome: str, interval: Any) -> str:
 
 
 def expected_cpu(runs: Sequence[Run]) -> str:
+    """Every measured part of every claim in each run: its numbers, repeats, interval, outcome and the claim's
+    verdict."""
     pct = f"{LEVEL:.0%}"
     lines = [f"| Claim | Run | Measured | Repeats | {pct} interval | Outcome | Verdict |",
              "|---|---|---|---|---|---|---|"]
@@ -243,11 +237,38 @@ def expected_cpu(runs: Sequence[Run]) -> str:
         if unmeasured:
             lines.append(f"| {cid} | {', '.join(dict.fromkeys(unmeasured))} | no cells of this claim in the profile "
                          f"| — | — | — | not measured |")
-    target = runs[-1]   # the time-to-target table: the block's last run, the target profile's
-    lines += ["", f"Time to target, {target.profile} profile ({target.date()}, {target.host()}), PyTorch eager vs "
-                  f"MindSpore GRAPH, AMP off, 1 device, median over the repeats:", "",
-              f"| Model | PyTorch | MindSpore | PyTorch / MindSpore | {pct} interval | Paper |",
-              "|---|---|---|---|---|---|"]
+    return "\n".join(lines)
+
+
+def _summary(c: claim_rules.Claim) -> str:
+    parts = [p for p in c.parts if p.outcome != claim_rules.NOT_MEASURED]
+    if not parts:
+        return "not measured"
+    agree = sum(p.outcome == claim_rules.SUPPORTS for p in parts)
+    against = [p.name for p in parts if p.outcome == claim_rules.CONTRADICTS]
+    unsure = [p.name for p in parts if p.outcome == claim_rules.INCONCLUSIVE]
+    return (f"**{c.verdict}**: {agree} of {len(parts)} agree" + (f"; not: {', '.join(against)}" if against else "")
+            + (f"; inconclusive: {', '.join(unsure)}" if unsure else ""))
+
+
+def expected_summary(runs: Sequence[Run]) -> str:
+    """Each claim's verdict in each run with how many of its measured parts agree with the paper, then the
+    time-to-target table of the last run (the target profile's)."""
+    evaluated = [(r, {c.id: c for c in r.claims()}) for r in runs]
+    lines = ["| Claim | " + " | ".join(f"{r.profile} profile ({r.date()})" for r in runs) + " |",
+             "|---|" + "---|" * len(runs)]
+    for cid in claim_rules.TITLES:
+        lines.append(f"| {cid} | " + " | ".join(_summary(claims[cid]) for _, claims in evaluated) + " |")
+    return "\n".join(lines) + "\n\n" + time_to_target(runs[-1:])
+
+
+def time_to_target(runs: Sequence[Run]) -> str:
+    (target,) = runs
+    pct = f"{LEVEL:.0%}"
+    lines = [f"Time to target, {target.profile} profile ({target.date()}, {target.host()}), PyTorch eager vs "
+             f"MindSpore GRAPH, AMP off, 1 device, median over the repeats:", "",
+             f"| Model | PyTorch | MindSpore | PyTorch / MindSpore | {pct} interval | Paper |",
+             "|---|---|---|---|---|---|"]
     for row in claim_rules.time_to_target_table(target.results, platform=target.meta["platform"]):
         measured = row["pytorch_s"] is not None or row["mindspore_s"] is not None
         lines.append(f"| {row['title']} | {seconds(row['pytorch_s'])} | {seconds(row['mindspore_s'])} "
