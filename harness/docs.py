@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness import docs_accelerator, docs_facts, docs_gpu, docs_memory, docs_render
+from harness import allocator_effect, docs_accelerator, docs_facts, docs_gpu, docs_memory, docs_render
 from harness.docs_render import Run
 from harness.errors import HarnessError
 from harness.store import write_atomic
@@ -81,6 +81,10 @@ BLOCKS = (
     Block(MEMORY, "memory-devices", GPU[:1], docs_memory.device_table),
     Block(MEMORY, "memory-fit-plan", (), docs_memory.fit_plan),
     Block(MEMORY, "memory-vs-device", GPU[:2], docs_memory.versus_device),
+    # The quick run beside the allocator runs of one host (harness.allocator_effect).
+    Block("docs/methodology/allocator.md", "allocator-effect",
+          (QUICK, *(f"allocator/{c}-{i}" for c in ("tcmalloc", "no-tcmalloc") for i in (1, 2, 3))),
+          allocator_effect.table),
 )
 
 
