@@ -71,6 +71,9 @@ def project(matrix, profile: str, platform: str, *, run: Path | Sequence[Path], 
             "skipped": p["skipped"], "device": target, "reference_device": ref_dev, "devices": devices,
             "platform": platform, "reference_frameworks": p["frameworks"], "ratios": p["ratios"],
             "ms_priced": sorted({cells[c].model for c in est.ratio if cells[c].model}),
+            # cells that take their batch in micro-batches there (harness.devicememory.plan): priced at whole batches
+            "accumulated": sorted({f"{c.model} {AMP_PRECISION.get(c.amp, 'fp32')} ({pl.label})"
+                                   for c in running if (pl := host.plan(c)).steps > 1 and pl.label}),
             "device_basis": devicescale.basis(ref_dev, target, used), "device_short": devicescale.short(used)}
 
 
@@ -123,6 +126,10 @@ def projection_lines(proj: dict[str, Any], run: Path | Sequence[Path]) -> list[s
         if m["less"]:
             line += f", {m['less']} on less (another precision, or nothing)"
         out.append(line)
+    if proj.get("accumulated"):
+        out.append(f"    priced at the whole batch's step time: {', '.join(proj['accumulated'])}, which take their "
+                   f"batch in micro-batches on this device (gradient accumulation: more, smaller kernels, slower per "
+                   f"sample; not measured on a device)")
     out += [f"    not in the total: {line}" for line in _not_in_total(proj["platform"])]
     return out
 

@@ -16,7 +16,8 @@ from harness.claims.paper import MODEL_NAMES, PAPER_MAX_DEVICES
 from harness.docs_facts import at_best_gpu
 from harness.docs_render import Run
 
-NAMES = {**MODEL_NAMES, "bert": "BERT-base"}
+# The paper's names, and for the other models the first word of the matrix's title (a model names itself there).
+NAMES = {**{m: str(d.get("title") or m).split()[0] for m, d in matrix.load().data["models"].items()}, **MODEL_NAMES}
 
 
 def _as_results(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -61,8 +61,8 @@ def test_ascend_with_apex_uses_o2_the_way_apex_wants(monkeypatch):
     master = [torch.nn.Parameter(torch.ones(2))]
 
     @contextlib.contextmanager
-    def scale_loss(loss, optimizer):
-        calls.append("scale_loss")
+    def scale_loss(loss, optimizer, delay_unscale=False):   # apex.amp.scale_loss's keyword for accumulation
+        calls.append("scale_loss" + (" delayed" if delay_unscale else ""))
         yield loss * 128.0
         calls.append("unscaled")
 

@@ -36,6 +36,7 @@ def repo(tmp_path):
         shutil.copytree(SOURCE, tmp_path / docs.RUNS_DIR / run, symlinks=True)
     for run in docs.GPU:
         shutil.copytree(REPO / docs.RUNS_DIR / run, tmp_path / docs.RUNS_DIR / run, symlinks=True)
+    (tmp_path / docs.RUNS_DIR / "allocator").symlink_to(REPO / docs.RUNS_DIR / "allocator")   # read, never written
     shutil.copytree(REPO / "docs" / "at-best", tmp_path / "docs" / "at-best")   # the GPU measurements beside them
     shutil.copy(REPO / "reproduce.sh", tmp_path / "reproduce.sh")                # each platform's default profile
     meta = tmp_path / docs.RUNS_DIR / docs.QUICK / "run.json"   # the stand-in for the quick profile's run

@@ -117,3 +117,12 @@ def test_per_model_the_cells_on_a_measured_cell_of_the_same_model_precision_and_
         assert on_h100[model]["kinds"] == {H200}
     bert = on_h200["bert"]      # its fp32 cell failed on the H200: its fp32 cells rest on less
     assert bert["here"] + bert["less"] == bert["cells"] and bert["less"] > 0
+
+
+def test_the_cells_a_device_takes_in_micro_batches_are_named_as_priced_at_whole_batches():
+    small = _project("Tesla V100-SXM2-16GB", devicememory.table_gib("V100-16"))
+    big = _project(H100)
+    assert small["accumulated"] and all("accumulated" in a for a in small["accumulated"])
+    assert big["accumulated"] == []
+    lines = booking.projection_lines(small, estimate.references("cuda", "accelerator")[0])
+    assert any(line.startswith("    priced at the whole batch's step time: ") for line in lines)

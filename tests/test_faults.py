@@ -83,7 +83,8 @@ class Disk:
 @pytest.fixture
 def in_process(monkeypatch, tmp_path):
     """cli.main in this process, every cell `ok` at once (no child process), and no framework probe."""
-    def fake_child(store, cell, repeat, platform, folders, synthetic, shim, node, log=None, turns=None):
+    def fake_child(store, cell, repeat, platform, folders, synthetic, shim, node, log=None, turns=None,
+                   accumulation_steps=1):
         disk = getattr(fake_child, "disk", None)
         if disk is not None and disk.fills_in == cell.id:
             disk.full = True
