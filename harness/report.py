@@ -25,6 +25,7 @@ from harness import accumulation, arith, cellid, companion, configdiff, explain,
 from harness import claims as claim_rules
 from harness.errors import HarnessError
 from harness.memory_measured import table as memory_table
+from harness.report_layout import planned_skips, sections
 from harness.store import RunStore, write_atomic
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
@@ -218,10 +219,12 @@ def _row(host: str, s: measure.Repeats) -> dict[str, Any]:
 def collect(runs: list[Path]) -> dict[str, Any]:
     """Results of every run folder, grouped per (host, cell) with the median and range over repeats."""
     hosts, merged = merge(runs)
-    problems, results, served = [], {}, {}
+    problems, skipped, results, served = [], [], {}, {}
     for label, run, r in merged:
         if r.get("status") == "served":   # a worker node's share of a multi-node cell: node 0 holds the result
             served.setdefault(str(run), set()).add(r.get("node_rank"))
+        elif r.get("status") == "skipped":   # decided before it ran, by a rule (harness.host.Host.verdict): planned
+            skipped.append({**r, "host": label})
         elif r.get("status") != "ok":
             problems.append({**r, "host": label})
         results.setdefault(label, []).append(r)
@@ -236,7 +239,8 @@ def collect(runs: list[Path]) -> dict[str, Any]:
     run_caveats = {h["label"]: claim_rules.run_caveats(results.get(h["label"], []), platform=h["meta"].get("platform"),
                                                        profile=h["meta"].get("profile"), claims=claims[h["label"]])
                    for h in hosts}
-    return {"hosts": hosts, "rows": rows, "problems": problems, "op_ratios": operator_ratios(index),
+    data = {"hosts": hosts, "rows": rows, "problems": problems, "skips": planned_skips(skipped),
+            "op_ratios": operator_ratios(index),
             "served": {run: sorted(n for n in nodes if n is not None) for run, nodes in served.items()},
             "why": _with_limits(explain.explanations(rows), rows),
             "table1": table1(rows, hosts, index), "settings": settings_summary(rows),
@@ -256,6 +260,8 @@ def collect(runs: list[Path]) -> dict[str, Any]:
             "device_memory": memory_table(hosts, merged),
             # The banner at the top: where a run's configuration differs from its expected results' (configdiff)
             "config_diff": {h["label"]: d for h in hosts if (d := configdiff.differences(h["meta"], h["env"]))}}
+    data["sections"] = sections(data)
+    return data
 
 
 def _efficiency_from_one_device(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
