@@ -81,6 +81,7 @@ BLOCKS = (
     Block(MEMORY, "memory-devices", GPU[:1], docs_memory.device_table),
     Block(MEMORY, "memory-fit-plan", (), docs_memory.fit_plan),
     Block(MEMORY, "memory-vs-device", GPU[:2], docs_memory.versus_device),
+    Block("ARTIFACT.md", "memory-plan", (), docs_memory.plan_line),
     # The quick run beside the allocator runs of one host (harness.allocator_effect).
     Block("docs/methodology/allocator.md", "allocator-effect",
           (QUICK, *(f"allocator/{c}-{i}" for c in ("tcmalloc", "no-tcmalloc") for i in (1, 2, 3))),

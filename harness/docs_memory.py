@@ -82,6 +82,21 @@ def fit_plan(runs: Sequence[Any] = ()) -> str:
             f"repeats) and the predictions above:\n\n" + "\n".join(lines))
 
 
+def plan_line(runs: Sequence[Any] = ()) -> str:
+    """ARTIFACT.md's sentence of fit_plan: per short device, what takes its batch in micro-batches and what is skipped."""
+    rows = devicememory.rows(load_matrix().expand(PROFILE))
+    parts = []
+    for name in PLAN:
+        have = devicememory.DEVICES[name].gib
+        plans = {id(r): devicememory.by_memory(r.cells[0], have) for r in rows}
+        acc = ", ".join(f"{r.model} {r.precision} {p.label} ({p.need.gib:.1f} GiB predicted)"
+                        for r in rows if (p := plans[id(r)]).steps > 1 and p.label and p.need)
+        out = ", ".join(f"{r.model} {r.precision}" for r in rows if plans[id(r)].skip)
+        parts.append(f"on a `{name}` ({have:g} GiB): " + (acc or "every cell whole")
+                     + (f"; skipped: {out}" if out else ""))
+    return "Planned from the predictions: " + "; ".join(parts) + "."
+
+
 def _frameworks(cells: Sequence[Any]) -> str:
     """'PyTorch eager, compile; MindSpore graph, pynative' for a row's cells."""
     modes: dict[str, list[str]] = {}
