@@ -79,6 +79,12 @@ class Run:
             return shlex.join(words[:1] + _without_paths(words[1:], keep_out=False))
         return shlex.join(["python", "-m", "harness", *_without_paths(list(first.get("argv") or [])[1:])])
 
+    def local_data(self) -> bool:
+        """Whether the run read its data from a copy named with --data-dir (so no download is in its time)."""
+        first = self.invocations[0] if self.invocations else {}
+        words = shlex.split(str(first.get("command") or "")) + [str(a) for a in first.get("argv") or []]
+        return any(w.split("=", 1)[0] == "--data-dir" for w in words)
+
     def wall_s(self) -> float:
         """Each invocation's start to its finish, summed over the invocations (harness.estimate.wall_s)."""
         if not self.invocations:
@@ -205,8 +211,8 @@ def kick_the_tires(runs: Sequence[Run]) -> str:
     out = [f"```\n{r.command()}\n```", "",
            f"Measured: the run took {r.wall()} (the report rendered after it adds seconds) on {r.host()} "
            f"({r.date()}{f'; {load}' if load else ''}), {r.runs()}: "
-           f"{r.extra()}. The data came from a local copy (`--data-dir`), so no download is in that time. Its last "
-           f"line is", "",
+           f"{r.extra()}." + (" The data came from a local copy (`--data-dir`), so no download is in that time."
+                               if r.local_data() else "") + " Its last line is", "",
            f"```\ndone: {r.statuses()}; results in DIR\n```"]
     return "\n".join(out)
 
@@ -278,7 +284,8 @@ def time_to_target(runs: Sequence[Run]) -> str:
 
 
 def readme_times(runs: Sequence[Run]) -> str:
-    parts = [f"the {r.profile} profile (`{r.command()}`) took {r.wall()} for {r.runs()} ({r.date()})" for r in runs]
+    parts = [f"the {r.profile} profile (`{r.command()}`) took {r.wall()} for {r.runs()} ({r.date()}"
+             + ("; data from a local copy, no download in the time" if r.local_data() else "") + ")" for r in runs]
     host = runs[0].host()
     same = all(r.host() == host for r in runs)
     text = "; ".join(parts)
