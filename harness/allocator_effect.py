@@ -122,7 +122,8 @@ def table(runs: Sequence[Any]) -> str:
     cols = [data["expected"], *data["runs"]]
     names = [f"expected ({runs[0].name})", *(r["run"] for r in data["runs"])]
     pt = [c["pytorch_model_allocator"] for c in cols]
-    lines = ["| | " + " | ".join(f"{n}<br>{c['cpu']}<br>PyTorch: {a}" for n, a, c in zip(names, pt, cols)) + " |",
+    heads = [f"{n}<br>{c['cpu']}<br>PyTorch: {a}" for n, a, c in zip(names, pt, cols, strict=True)]
+    lines = ["| | " + " | ".join(heads) + " |",
              "| --- |" + " --- |" * len(cols)]
     configs = [o["config"] for o in data["expected"]["operators"]]
     for cfg in configs:

@@ -83,7 +83,7 @@ def fit_plan(runs: Sequence[Any] = ()) -> str:
 
 
 def plan_line(runs: Sequence[Any] = ()) -> str:
-    """ARTIFACT.md's sentence of fit_plan: per short device, what takes its batch in micro-batches and what is skipped."""
+    """ARTIFACT.md's sentence of fit_plan: per short device, what takes its batch in micro-batches, what is skipped."""
     rows = devicememory.rows(load_matrix().expand(PROFILE))
     parts = []
     for name in PLAN:

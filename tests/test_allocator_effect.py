@@ -35,8 +35,8 @@ def test_the_check_and_the_banner_quote_the_measured_runs():
 
 
 def test_a_host_on_another_cpu_is_told_so(monkeypatch):
-    from harness.preflight import NOTE, PASS, checks_allocator
     import harness.envinfo
+    from harness.preflight import NOTE, PASS, checks_allocator
 
     data = json.loads(allocator_effect.SUMMARY.read_text())
     monkeypatch.setattr(harness.envinfo, "cpu_model", lambda: data["runs"][0]["cpu"])

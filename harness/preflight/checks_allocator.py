@@ -49,7 +49,7 @@ def install_line(missing: list[str]) -> str:
             return f"sudo {tool} install {' '.join('/usr/lib64/' + lib for lib in libs)}"
     if shutil.which("pacman"):    # Arch: its file database names the package that ships a library
         return f"sudo pacman -S $(pacman -Fq {' '.join(libs)} | sort -u) (after `sudo pacman -Fy`)"
-    if os.environ.get("CONDA_PREFIX"):   # conda-forge's packages, into the environment (allocator.find_library looks there)
+    if os.environ.get("CONDA_PREFIX"):   # conda-forge's, into the environment (allocator.find_library looks there)
         return f"conda install -c conda-forge {' '.join(CONDA[m] for m in missing)}"
     return (f"install your distribution's package that ships {' and '.join(libs)} (Debian/Ubuntu: "
             f"{' '.join(DEBIAN[m] for m in missing)})")
