@@ -13,8 +13,9 @@ compile cells their eager twin's, MindSpore's cells their PyTorch twin's (fp32 f
 O3), and a data-parallel cell adds one copy of the gradients (DistributedDataParallel's buckets, per device).
 
 What a device has: its memory as sold (DEVICES, the vendors' figures), or the host's own device as NVML, nvidia-smi
-or npu-smi report it (host_memory), read once when a run starts. harness.host.Host asks `plan` for every cell, so
-the runner knows before a cell starts how it runs there, and `harness list` / `harness estimate` say the same:
+or npu-smi report it (harness.devicequery.host_memory), read once when a run starts. harness.host.Host asks `plan`
+for every cell, so the runner knows before a cell starts how it runs there, and `harness list` / `harness estimate`
+say the same:
 - its whole batch at once where it fits;
 - else, for a model that accumulates gradients (contracts.AccumulatingModel), its batch as k micro-batches of
   batch / k, k the smallest divisor of the batch from 2 up whose micro-batch fits: the cell's accumulation_steps, one
@@ -34,8 +35,6 @@ import functools
 import hashlib
 import json
 import os
-import shutil
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -258,67 +257,6 @@ def too_big(cell: Cell, have_gib: float | None, predictions: dict[str, Any] | No
     """Why the cell cannot run on a device of `have_gib`, even with gradient accumulation (the reason its skipped
     result records), or None."""
     return by_memory(cell, have_gib, predictions).skip
-
-
-def host_memory(platform: str) -> tuple[float | None, str]:
-    """(GiB of the smallest device the platform shows, how it was read); (None, why not) where it cannot be read.
-    NVML through pynvml where installed, else nvidia-smi; npu-smi info's HBM column on Ascend."""
-    if platform == "cuda":
-        return _nvml() or _nvidia_smi()
-    if platform == "ascend":
-        return _npu_smi()
-    return None, "no accelerator on the cpu platform"
-
-
-def _nvml() -> tuple[float, str] | None:
-    try:
-        import pynvml
-    except ImportError:
-        return None
-    try:
-        pynvml.nvmlInit()
-        try:
-            totals = [pynvml.nvmlDeviceGetMemoryInfo(pynvml.nvmlDeviceGetHandleByIndex(i)).total
-                      for i in range(pynvml.nvmlDeviceGetCount())]
-        finally:
-            pynvml.nvmlShutdown()
-    except pynvml.NVMLError:
-        return None
-    return (min(totals) / 2**30, "NVML") if totals else None
-
-
-def _run(argv: list[str]) -> str | None:
-    if not shutil.which(argv[0]):
-        return None
-    try:
-        return subprocess.run(argv, capture_output=True, text=True, timeout=30).stdout
-    except (OSError, subprocess.SubprocessError):
-        return None
-
-
-def nvidia_smi_gib(text: str) -> float | None:
-    """The smallest GPU's memory in `nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits` (MiB)."""
-    mib = [float(line) for line in text.split() if line.replace(".", "", 1).isdigit()]
-    return min(mib) / 1024 if mib else None
-
-
-def _nvidia_smi() -> tuple[float | None, str]:
-    out = _run(["nvidia-smi", "--query-gpu=memory.total", "--format=csv,noheader,nounits"])
-    gib = nvidia_smi_gib(out or "")
-    return (gib, "nvidia-smi") if gib else (None, "neither NVML nor nvidia-smi reported a GPU's memory")
-
-
-def npu_smi_gib(text: str) -> float | None:
-    """The smallest chip's HBM (else DDR) in `npu-smi info`'s table, in GiB (harness.telemetry.npusmi parses it)."""
-    from harness.telemetry import npusmi
-
-    totals = [t for chip in npusmi.parse_info(text)["chips"] if (t := npusmi.chip_memory(chip)[1])]
-    return min(totals) / 1024 if totals else None
-
-
-def _npu_smi() -> tuple[float | None, str]:
-    gib = npu_smi_gib(_run(["npu-smi", "info"]) or "")
-    return (gib, "npu-smi info") if gib else (None, "npu-smi info reported no NPU's memory")
 
 
 def fingerprint(spec: ModelSpec, model: str) -> str:

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness import accumulation, devicememory, platforms
+from harness import accumulation, devicememory, devicequery, platforms
 from harness.cell import Cell
 from harness.matrix import Matrix
 
@@ -50,7 +50,7 @@ class Host:
                    if (why := platforms.missing_framework(fw, platform)) is not None}
         if memory is None:
             memory = ((None, f"{devicememory.OFF} is set") if devicememory.switched_off()
-                      else devicememory.host_memory(platform))
+                      else devicequery.host_memory(platform))
         gib, source = memory
         return cls(platform, profile, devices, missing, matrix, gib, source)
 

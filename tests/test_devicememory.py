@@ -12,7 +12,7 @@ from dataclasses import replace
 
 import pytest
 
-from harness import cli, devicememory, envinfo, platforms, runner
+from harness import cli, devicememory, devicequery, envinfo, platforms, runner
 from harness.errors import HarnessError
 from harness.matrix import load
 from tests.conftest import REPO, SHARED_DATA, harness
@@ -69,7 +69,7 @@ def a_gpu_of(monkeypatch):
     """A host that shows one GPU whose memory reads as the given GiB (None: it cannot be read)."""
     def make(gib, source="faked"):
         monkeypatch.setattr(platforms, "visible_devices", lambda platform: 1)
-        monkeypatch.setattr(devicememory, "host_memory", lambda platform: (gib, source))
+        monkeypatch.setattr(devicequery, "host_memory", lambda platform: (gib, source))
         monkeypatch.setattr(envinfo, "capture", lambda: {})
         monkeypatch.delenv("HARNESS_NNODES", raising=False)
     return make
@@ -157,12 +157,12 @@ def _smallest(gib):
 
 
 def test_the_host_reads_its_devices_memory_from_nvidia_smi_and_npu_smi():
-    assert devicememory.nvidia_smi_gib("32768\n16384\n") == 16.0   # the smallest GPU a cell may land on
-    assert devicememory.nvidia_smi_gib("") is None
+    assert devicequery.nvidia_smi_gib("32768\n16384\n") == 16.0   # the smallest GPU a cell may land on
+    assert devicequery.nvidia_smi_gib("") is None
     fixtures = REPO / "tests" / "fixtures" / "npusmi"
-    assert devicememory.npu_smi_gib((fixtures / "910prob_info.txt").read_text()) == 32.0   # HBM, not the DDR
-    assert devicememory.npu_smi_gib((fixtures / "910b3_info.txt").read_text()) == 64.0
-    assert devicememory.host_memory("cpu") == (None, "no accelerator on the cpu platform")
+    assert devicequery.npu_smi_gib((fixtures / "910prob_info.txt").read_text()) == 32.0   # HBM, not the DDR
+    assert devicequery.npu_smi_gib((fixtures / "910b3_info.txt").read_text()) == 64.0
+    assert devicequery.host_memory("cpu") == (None, "no accelerator on the cpu platform")
 
 
 def test_list_and_estimate_print_which_cells_fit_each_device(capsys):
