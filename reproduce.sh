@@ -11,7 +11,17 @@
 # (harness/preflight): one table of what this host has against what the platform needs, ending with one
 # training step per framework on the device; exit 0 when every row passes or waits for --build, which builds
 # (.venv or the image) and stops. See ARTIFACT.md.
-set -euo pipefail
+set -Eeuo pipefail
+# Exit 2 is a refusal, said in one line (die). A failure no line here foresaw ends in one line that says where, with
+# exit 3, never in silence. In a subshell (a command substitution, a pipeline) the trap does nothing: the command it
+# belongs to fails in the script itself and is reported there, once.
+unexpected() {  # unexpected STATUS LINE COMMAND
+  [ "$BASHPID" = "$$" ] || return 0
+  echo "reproduce.sh: unexpected failure at line $2: ${3//$'\n'/ } (exit $1); report it, with the command line" \
+    "(${HARNESS_COMMAND:-./reproduce.sh}) and the output above" >&2
+  exit 3
+}
+trap 'unexpected $? $LINENO "$BASH_COMMAND"' ERR
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
@@ -62,7 +72,13 @@ usage: ./reproduce.sh cpu|cuda|ascend [--quick|--accelerator|--target|--full|--c
                    row passes or waits for --build (a fresh host: no .venv or image yet)
 
 environment: CONTAINER_ENGINE (docker or podman; default: the first that answers), SHM_SIZE (default
-16g for cuda/ascend, 2g for cpu), HARNESS_NNODES/NODE_RANK/MASTER_ADDR/MASTER_PORT (several hosts).
+16g for cuda/ascend, 2g for cpu), HARNESS_NNODES/NODE_RANK/MASTER_ADDR/MASTER_PORT (several hosts),
+HARNESS_DATA_MIRROR (a base URL the datasets are downloaded from instead of their upstream hosts; passed into
+the fetch container too), PYTHON (the Python 3.11 that makes .venv on cpu, or runs --native).
+
+exit status: 0 done; 1 the run finished but a cell failed (the report says which), or its report could not be
+rendered; 2 refused, with one line saying why and what to do (the container engine's own failure included);
+3 an unexpected failure of this script, with one line saying where (report it, with the command line).
 USAGE
 }
 
@@ -161,11 +177,19 @@ build_plan() {  # build_plan native|container PATH [PYTHON]: the line said befor
   [ -n "$pf" ] || return 0
   (cd "$here" && PYTHONPATH="$here" "$pf" -m harness.preflight.buildplan "$platform" "$1" "$2" 2> /dev/null) >&2 || true
 }
-free_kb() { df -Pk "$1" 2> /dev/null | awk 'NR == 2 { print $4 }'; }
-built() {  # built WHAT SECONDS BYTES PATH FREE_BEFORE_KB: the line said after a build, measured
-  local after; after="$(free_kb "$4")"
-  echo "reproduce.sh: built $1 in $(($2 / 60)) min $(($2 % 60)) s; it holds $(awk -v b="$3" 'BEGIN { printf "%.1f", b / 1e9 }') GB;" \
-    "free disk at $4: $(awk -v a="$5" -v b="$after" 'BEGIN { printf "%.1f GB before, %.1f GB after", a * 1024 / 1e9, b * 1024 / 1e9 }')" >&2
+# The figures around a build are for the reader only: a df or du that fails (an odd mount, a file system that does
+# not say) makes them "unknown", never the build's failure.
+free_kb() { { df -Pk "$1" 2> /dev/null || true; } | awk 'NR == 2 && $4 ~ /^[0-9]+$/ { print $4 }'; }
+kb() { { du -sk "$1" 2> /dev/null || true; } | awk '$1 ~ /^[0-9]+$/ { print $1 }'; }
+gb() { if [ -n "$1" ]; then awk -v k="$1" 'BEGIN { printf "%.1f GB", k * 1024 / 1e9 }'; else echo unknown; fi; }
+built() {  # built WHAT SECONDS KB PATH FREE_BEFORE_KB: the line said after a build, measured
+  echo "reproduce.sh: built $1 in $(($2 / 60)) min $(($2 % 60)) s; it holds $(gb "$3"); free disk at $4: $(gb "$5")" \
+    "before, $(gb "$(free_kb "$4")") after" >&2
+}
+apt_install() {  # as root: a host whose package lists were never fetched (a fresh container) gets them first
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" > /dev/null 2>&1 \
+    || { apt-get update -qq > /dev/null 2>&1 \
+         && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" > /dev/null 2>&1; }
 }
 next_after_build() {
   local flags=""
@@ -257,9 +281,20 @@ report_native() {
   if [ "$status" -eq 2 ]; then
     exit 2  # the harness refused its input and said why in one line
   fi
-  report="$("$py" -m harness report "$out")"
+  report="$("$py" -m harness report "$out")" || report_failed $? "$(show "$py" -m harness report "$out")"
   echo "report: $report"
   echo "LaTeX:  $(dirname "$report")/report.tex and $(dirname "$report")/tables/"
+  exit "$status"
+}
+
+# A report that fails after a run: the harness's own refusal (exit 2, a report folder it cannot write, say) is its one
+# line, passed on as it is; any other failure gets one line here and keeps the run's exit status (1 where the run
+# itself passed: its report is missing).
+report_failed() {  # report_failed STATUS COMMAND (reads $status, the run's)
+  [ "$1" -ne 2 ] || exit 2
+  echo "reproduce.sh: the run in $out finished (exit $status), but rendering its report failed (exit $1; its" \
+    "output is above); render it again with: $2" >&2
+  [ "$status" -ne 0 ] || exit 1
   exit "$status"
 }
 
@@ -302,27 +337,54 @@ if [ "$where" = native ]; then
         show "$py" -m pip install --require-hashes -r "$lock"
       fi
     elif [ "$build" = 1 ] || [ ! -x "$py" ] || [ "$(cat "$stamp" 2> /dev/null)" != "$want" ]; then
-      # Stock Ubuntu 22.04 and 24.04 have Python 3.10 and 3.12: the CPU image needs no host Python at all.
+      # Stock Ubuntu 22.04 and 24.04 have Python 3.10 and 3.12, Debian 13 3.13: the CPU image needs no host Python.
       instead="add --container to run in the CPU image (docker or podman; no host Python needed), or install Python 3.11 and set PYTHON=/path/to/python3.11"
       base="${PYTHON:-$(command -v python3.11 || command -v python3 || true)}"
       [ -n "$base" ] || die "no python3 found, and the lock pins wheels for Python 3.11; $instead"
       ver="$("$base" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2> /dev/null)" \
         || die "$base does not run; $instead"
       [ "$ver" = 3.11 ] || die "$base is Python $ver, and the lock pins wheels for Python 3.11; $instead"
+      # Debian and Ubuntu ship venv and ensurepip apart from python3.11 (python3.11-venv): without them `-m venv`
+      # leaves a .venv with no pip. Installed here where this may (root, apt-get), else one line says who can.
+      if ! "$base" -c 'import ensurepip, venv' > /dev/null 2>&1; then
+        if [ "$(id -u)" = 0 ] && command -v apt-get > /dev/null; then
+          echo "reproduce.sh: apt-get install python3.11-venv ($base cannot make a venv without it)" >&2
+          apt_install python3.11-venv \
+            || die "apt-get could not install python3.11-venv (run apt-get install python3.11-venv to see why); fix apt's sources, or add --container to run in the CPU image"
+          "$base" -c 'import ensurepip, venv' > /dev/null 2>&1 \
+            || die "$base cannot make a venv even with python3.11-venv installed (a Python not from Debian's package?); set PYTHON=/usr/bin/python3.11, or add --container to run in the CPU image"
+        else
+          die "$base cannot make a venv (no ensurepip/venv module): as root, apt-get install python3.11-venv (Debian/Ubuntu), or add --container to run in the CPU image"
+        fi
+      fi
+      # MindSpore's CPU kernels link the system's OpenMP runtime, libgomp.so.1 (Debian's libgomp1, which the images
+      # install; PyTorch's wheel carries its own): a minimal host lacks it, and every MindSpore cell would fail.
+      if ! "$base" -c 'import ctypes.util, sys; sys.exit(ctypes.util.find_library("gomp") is None)' > /dev/null 2>&1; then
+        if [ "$(id -u)" = 0 ] && command -v apt-get > /dev/null; then
+          echo "reproduce.sh: apt-get install libgomp1 (MindSpore's CPU kernels need libgomp.so.1)" >&2
+          apt_install libgomp1 \
+            || die "apt-get could not install libgomp1, which MindSpore's CPU kernels need (run apt-get install libgomp1 to see why); fix apt's sources, or add --container to run in the CPU image"
+        else
+          echo "reproduce.sh: this host has no libgomp.so.1, which MindSpore's CPU kernels need: as root, apt-get install libgomp1 (Debian/Ubuntu); until then its cells fail, and --check says so" >&2
+        fi
+      fi
       build_plan native "$here" "$base"
       echo "reproduce.sh: making $venv from $lock (hash-checked; torch and mindspore are large)" >&2
       t_build=$(date +%s)
       free_before="$(free_kb "$here")"
-      rm -rf "$venv"   # a stale or half-made .venv is made again whole
-      "$base" -m venv "$venv"
+      # A stale or half-made .venv is made again whole; the stamp, written last, marks it finished (the check
+      # calls a .venv without it an interrupted build).
+      rm -rf "$venv"
+      "$base" -m venv "$venv" \
+        || die "$base -m venv $venv failed (see its message above); fix that Python's venv module, or add --container to run in the CPU image"
       # The allocators the expected results were measured with (harness/allocator.py preloads them when present):
-      # installed here where this may (root, apt-get); otherwise the line before the run says what differs.
+      # installed here where this may (root, apt-get); otherwise the line before the run says what differs. Never
+      # fatal: the run goes on with another allocator, and says so.
+      libdir="/usr/lib/$(uname -m)-linux-gnu"
       if [ "$(id -u)" = 0 ] && command -v apt-get > /dev/null; then
-        libs="$(ls /usr/lib/"$(uname -m)"-linux-gnu/libtcmalloc_minimal.so.4 /usr/lib/"$(uname -m)"-linux-gnu/libjemalloc.so.2 2> /dev/null | wc -l)"
-        if [ "$libs" != 2 ]; then
+        if [ ! -e "$libdir/libtcmalloc_minimal.so.4" ] || [ ! -e "$libdir/libjemalloc.so.2" ]; then
           echo "reproduce.sh: apt-get install libtcmalloc-minimal4 libjemalloc2 (the allocators of the expected results)" >&2
-          DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends libtcmalloc-minimal4 libjemalloc2 \
-            > /dev/null 2>&1 || echo "reproduce.sh: apt-get could not install them; the run goes on without" >&2
+          apt_install libtcmalloc-minimal4 libjemalloc2 || echo "reproduce.sh: apt-get could not install them; the run goes on without" >&2
         fi
       elif [ "$(id -u)" = 0 ] && command -v dnf > /dev/null && [ ! -e /usr/lib64/libtcmalloc_minimal.so.4 ]; then
         # dnf installs whichever package provides the file (no package name to get wrong across Fedora and RHEL)
@@ -336,7 +398,7 @@ if [ "$where" = native ]; then
       PIP_RETRIES="${PIP_RETRIES:-1}" "$venv/bin/python" -m pip install "${quiet[@]}" --require-hashes -r "$lock" \
         || die "installing $lock into $venv failed (see pip's message above); fix the network or the lock and run again"
       echo "$want" > "$stamp"
-      built "$venv" $(($(date +%s) - t_build)) "$(($(du -sk "$venv" | cut -f1) * 1024))" "$here" "$free_before"
+      built "$venv" $(($(date +%s) - t_build)) "$(kb "$venv")" "$here" "$free_before"
     fi
     if [ "$build" = 1 ]; then
       [ "$dry" = 1 ] || next_after_build
@@ -395,6 +457,9 @@ if [ "$need_build" = 1 ] && [ "${base#*@sha256:}" = "$base" ]; then
 fi
 revision="$(git -C "$here" rev-parse HEAD 2> /dev/null || echo unknown)"
 build_cmd=("$engine" build -f "$dockerfile" -t "$image" --build-arg "REVISION=$revision")
+# podman builds OCI images by default, which have no SHELL: the Dockerfiles' `SHELL ["/bin/bash", "-o", "pipefail",
+# "-c"]` would be dropped (podman warns) and their RUN lines run under /bin/sh, unlike docker's build of them.
+[ "$engine_name" != podman ] || build_cmd+=(--format docker)
 # BASE_IMAGE: another base than the Dockerfile's (a registry mirror's copy of it, or a local one)
 [ -z "${BASE_IMAGE:-}" ] || build_cmd+=(--build-arg "BASE_IMAGE=$BASE_IMAGE")
 [ "$platform" != ascend ] || build_cmd+=(--build-arg "ASCEND_CHIP=$chip")
@@ -469,7 +534,10 @@ else
   # the run then reads them read-only.
   mounts+=(-v "$data_dir:/data:ro")
   [ -z "$synthetic" ] || in_data+=(--synthetic "$synthetic")
-  fetch_cmd=("$engine" run "${common[@]}" -v "$data_dir:/data" "$image"
+  # HARNESS_DATA_MIRROR: the datasets from a mirror (an air-gapped site's copy), as natively
+  mirror=()
+  [ -z "${HARNESS_DATA_MIRROR:-}" ] || mirror=(-e "HARNESS_DATA_MIRROR=$HARNESS_DATA_MIRROR")
+  fetch_cmd=("$engine" run "${common[@]}" "${mirror[@]}" -v "$data_dir:/data" "$image"
              fetch --profile "$profile" "${only_args[@]}" "${in_data[@]}")
 fi
 run_cmd=("$engine" run "${common[@]}" "${mounts[@]}" -e "HARNESS_COMMAND=$HARNESS_COMMAND" "$image"
@@ -495,30 +563,49 @@ if [ "$need_build" = 1 ]; then
   t_build=$(date +%s)
   free_before="$(free_kb "$store")"
   "${build_cmd[@]}" || die "building $image from ${dockerfile##*/} failed (see $engine_name's output above)"
-  built "$image" $(($(date +%s) - t_build)) "$("$engine" image inspect --format '{{.Size}}' "$image" 2> /dev/null || echo 0)" \
-    "$store" "$free_before"
+  size="$("$engine" image inspect --format '{{.Size}}' "$image" 2> /dev/null || true)"
+  [[ "$size" =~ ^[0-9]+$ ]] && size=$((size / 1024)) || size=""
+  built "$image" $(($(date +%s) - t_build)) "$size" "$store" "$free_before"
   if [ "$build" = 1 ]; then
     next_after_build
     exit 0
   fi
 fi
-mkdir -p "$out" "${made[@]}"
+for d in "$out" "${made[@]}"; do
+  mkdir -p "$d" 2> /dev/null || die "cannot make the folder $d; choose another place (--out, --data-dir) or fix its permissions"
+done
+# The engine's own failure (docker and podman: 125 the container could not be made or started, 126 and 127 its
+# command could not be run) is not the harness's: one line says which, and what to look at.
+engine_failed() {  # engine_failed STATUS WHAT
+  die "$engine_name could not run the $2 container (exit $1: the engine's own failure, not the harness's; its" \
+    "message is above): check the mounts ($out${fetch_cmd[*]:+, $data_dir}: they exist and are yours), subuid and" \
+    "subgid for a rootless user, the SELinux label of those folders, and that $image is this harness's image"
+}
 status=0
 if [ ${#fetch_cmd[@]} -gt 0 ]; then
-  mkdir -p "$data_dir"
+  mkdir -p "$data_dir" 2> /dev/null || die "cannot make the data folder $data_dir; choose another with --data-dir or fix its permissions"
   "${fetch_cmd[@]}" || status=$?
-  [ "$status" -eq 0 ] || exit 2  # the harness said which dataset and why in one line
+  case "$status" in
+    0) ;;
+    2) exit 2 ;;  # the harness said which dataset and why in one line
+    125|126|127) engine_failed "$status" fetch ;;
+    *) echo "reproduce.sh: fetching the datasets in $image failed (exit $status; its output is above), so the run" \
+         "did not start; run it again, or pass --synthetic to run on generated data" >&2
+       exit "$status" ;;
+  esac
 fi
 "${run_cmd[@]}" || status=$?
-if [ "$status" -eq 2 ]; then
-  exit 2  # the harness refused its input and said why in one line
-fi
+case "$status" in
+  2) exit 2 ;;  # the harness refused its input and said why in one line
+  125|126|127) engine_failed "$status" run ;;
+esac
 status_report=0
 "${report_cmd[@]}" > /dev/null || status_report=$?
-if [ "$status_report" -eq 2 ]; then
-  exit 2  # the harness said why in one line (say, a report folder it cannot write)
-fi
-[ "$status_report" -eq 0 ] || die "rendering the report in $image failed"
+case "$status_report" in
+  0) ;;
+  125|126|127) engine_failed "$status_report" report ;;
+  *) report_failed "$status_report" "$(show "${report_cmd[@]}")" ;;
+esac
 echo "report: $out/report/report.html"
 echo "LaTeX:  $out/report/report.tex and $out/report/tables/"
 exit "$status"

@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from harness import matrix, sequential
-from harness.docs_render import Run
+from harness.docs_render import Run, duration
+from harness.errors import HarnessError
 
 AT_BEST = "at-best"   # docs/at-best, beside docs/runs
 # reference_gap-h200-2026-11-26.json: the final figures of a device and day; a file with more in its name
@@ -202,3 +203,30 @@ def done_range(runs: Sequence[Run]) -> str:
                + (f", within {budget:.0f} s of operator time" if budget else "") if op_cap > cap else "")
             + f". So expect `done: N ok, {n_skipped} skipped` with N from {low} to {high}; the committed run had "
             f"{ok}.")
+
+
+# README's test command as it last ran whole and was committed (tools/test.sh writes the record, tools/test_summary.py;
+# docs/runs/fresh-host/ keeps it beside the transcripts of the pristine hosts' walks it ran).
+FRESH_HOST = Path(__file__).resolve().parent.parent / "docs" / "runs" / "fresh-host"
+
+
+def test_command(runs: Sequence[Run], folder: Path = FRESH_HOST) -> str:
+    """How long README's test command took, on what, under which Python, and the disk it needed, from the committed
+    record (docs/runs/fresh-host/test-command.json)."""
+    path = folder / "test-command.json"
+    try:
+        r = json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        raise HarnessError(f"docs/runs/fresh-host/{path.name}: cannot read the test command's record ({e}); run "
+                           f"tools/test.sh from a plain clone and copy its .tox/logs/test-command.json there") from None
+    host = r["host"]
+    envs = ", ".join(f"{e['name']} {duration(e['wall_s'])}" for e in r["envs"])
+    failed = [e["name"] for e in r["envs"] if e["status"] != "OK"]
+    where = "from a plain clone with nothing beside it" if r.get("plain_clone") else "beside a ../shared folder"
+    disk = (f"; it needed {r['disk_used_gib']:.1f} GiB of free disk at its peak" if r.get("disk_used_gib") is not None
+            else "")
+    return (f"On {host['cpu']} ({host['cores']} cores, {host['memory_gib']} GiB), as root on Debian 12, {where}, "
+            f"`tools/test.sh` took {duration(r['wall_s'])} ({envs})"
+            + (f", and failed in {', '.join(failed)}" if failed else ", every environment passing")
+            + f"{disk} ({r['date']}). The suite runs under Debian's `python3.11` ({r['python']['version']}), which the "
+            f"script installs with `apt-get`.")

@@ -41,9 +41,9 @@ from harness import (
     turns,
 )
 from harness import claims as claims_mod
-from harness import data as datasets
 from harness import matrix as matrix_mod
 from harness.cell import Cell
+from harness.data import prepare_data, synthetic_datasets
 from harness.errors import HarnessError
 from harness.frameworks import backend as load_backend
 from harness.host import Host
@@ -132,6 +132,8 @@ def run(matrix: Matrix, profile: str, platform: str, out: Path, *, only: str | N
                   "load_average_at_start": _load()}
     if os.environ.get("HARNESS_COMMAND"):  # the command line the user typed (reproduce.sh sets it)
         invocation["command"] = os.environ["HARNESS_COMMAND"]
+    if os.environ.get("HARNESS_DATA_MIRROR"):  # where the data was downloaded from, when not the upstream hosts
+        invocation["data_mirror"] = os.environ["HARNESS_DATA_MIRROR"]
     meta["invocations"].append(invocation)
     store.write_meta(meta)
     old = {sig: signal.signal(sig, _raise_interrupted) for sig in (signal.SIGINT, signal.SIGTERM)}
@@ -389,19 +391,6 @@ def check_out(out: Path) -> None:
         raise HarnessError(f"--out {out} cannot be created: {parent} is not writable; choose a folder you can write")
 
 
-def synthetic_datasets(cells: list[Cell], synthetic: str | None) -> set[str]:
-    """--synthetic alone means every dataset; --synthetic cifar10,multi30k names some."""
-    used = {c.dataset for c in cells if c.dataset}
-    if not synthetic:
-        return set()
-    if synthetic == "all":
-        return used
-    names = {n.strip() for n in synthetic.split(",") if n.strip()}
-    for n in sorted(names):
-        datasets.module(n)  # a one-line error for a dataset that does not exist
-    return names
-
-
 def _claim(store: RunStore, matrix: Matrix, profile: str, platform: str, synthetic: str | None,
            resume: bool, shard: str | None = None, node: launch.Nodes | None = None) -> dict:
     """Create the run folder, or check that --resume continues a run of the same kind."""
@@ -434,11 +423,6 @@ def _claim(store: RunStore, matrix: Matrix, profile: str, platform: str, synthet
             "created_at": _now(), "invocations": []}
     store.write_meta(meta)
     return meta
-
-
-def prepare_data(cells: list[Cell], data_dir: Path, allow_download: bool) -> dict[str, str]:
-    names = sorted({c.dataset for c in cells if c.dataset})
-    return {n: str(datasets.prepare(n, data_dir, allow_download).resolve()) for n in names}
 
 
 def _require_data(cell: Cell, folders: dict[str, str]) -> None:

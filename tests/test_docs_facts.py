@@ -4,9 +4,12 @@ line names. What ran where follows the committed runs: a run that holds what was
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 from pathlib import Path
+
+import pytest
 
 from harness import docs, docs_facts, docs_gpu, matrix
 from harness.docs_render import Run
@@ -90,3 +93,23 @@ def test_the_gpu_expectations_read_the_measured_files(tmp_path: Path):
     assert "**mixed** on one NVIDIA H100" in text and "**mixed** on one NVIDIA H200" in text
     assert "reference_gap-h200-first" not in text   # a superseded attempt is not evidence
     assert re.search(r"one GPU runs none of the accelerator profile's \d+ cells", text)
+
+
+def test_the_test_commands_line_comes_from_its_record_and_names_a_failure(tmp_path):
+    record = {"command": "tools/test.sh", "date": "2026-01-02", "plain_clone": True, "ci": True,
+              "host": {"cpu": "Some CPU", "cores": 2, "memory_gib": 23.5, "arch": "x86_64"},
+              "python": {"executable": "/usr/bin/python3.11", "version": "3.11.2"},
+              "envs": [{"name": "lint", "status": "OK", "wall_s": 9}, {"name": "test", "status": "OK", "wall_s": 754}],
+              "wall_s": 763, "disk_used_gib": 31.24}
+    (tmp_path / "test-command.json").write_text(json.dumps(record))
+    line = docs_facts.test_command([], tmp_path)
+    assert "took 12 min 43 s (lint 9 s, test 12 min 34 s), every environment passing" in line
+    assert "from a plain clone with nothing beside it" in line and "31.2 GiB" in line and "(3.11.2)" in line
+    record["envs"][1]["status"] = "FAILED"
+    record["plain_clone"] = False
+    (tmp_path / "test-command.json").write_text(json.dumps(record))
+    line = docs_facts.test_command([], tmp_path)
+    assert "and failed in test" in line and "beside a ../shared folder" in line
+    (tmp_path / "test-command.json").write_text("{")
+    with pytest.raises(docs_facts.HarnessError, match="cannot read the test command's record"):
+        docs_facts.test_command([], tmp_path)

@@ -260,20 +260,23 @@ def test_incomplete_lock_blocks_the_build_with_one_line(tmp_path):
 
 
 @pytest.mark.parametrize("ci, code", [("", 0), ("true", 1)])
-def test_check_image_without_buildah_says_so_in_one_line(tmp_path, ci, code):
-    """tools/check_image.sh where buildah cannot be had: one line; an error only under CI=true."""
+def test_check_image_without_its_tools_says_so_in_one_line(tmp_path, ci, code):
+    """tools/check_image.sh where podman (which builds the CPU image through reproduce.sh) and debootstrap cannot be
+    had: one line naming them; an error only under CI=true."""
     env = {**os.environ, "PATH": _path_without_engines(tmp_path), "CI": ci}
     proc = subprocess.run(["bash", str(REPO / "tools" / "check_image.sh")], capture_output=True, text=True,
                           timeout=60, env=env, cwd=tmp_path)
     assert proc.returncode == code, proc.stderr
     lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("check_image: skipped: no buildah debootstrap"), proc.stderr
+    assert lines == ["check_image: skipped: no podman debootstrap on this host and no way to install it (needs root "
+                     "and apt-get); install podman debootstrap to build the cpu image"], proc.stderr
 
 
 def test_check_image_runs_a_cell_of_every_model_and_reads_every_dataset_in_the_image():
-    """What ships in an image is tested in it: check_image.sh runs the GCN glob and `harness list --one-per-model`'s
-    cells (derived from the matrix, no list by hand): together a cell of every model of the matrix, both frameworks
-    across them; tools/check_datasets.py covers every dataset."""
+    """What ships in an image is tested in it: the CPU image's walk (tools/walk.sh --container, after the image is
+    built by ./reproduce.sh cpu --container --build) runs the GCN glob and `harness list --one-per-model`'s cells
+    (derived from the matrix, no list by hand): together a cell of every model of the matrix, both frameworks across
+    them; tools/check_datasets.py covers every dataset, in the image as in the CUDA image's check."""
     import re
     import sys
 
@@ -285,7 +288,9 @@ def test_check_image_runs_a_cell_of_every_model_and_reads_every_dataset_in_the_i
     finally:
         sys.path.remove(str(REPO / "tools"))
     script = (REPO / "tools" / "check_image.sh").read_text()
-    only = re.search(r"^only='([^']+)'", script, re.M).group(1)
+    walk = (REPO / "tools" / "walk.sh").read_text()
+    only = re.search(r"^slice='([^']+)'", walk, re.M).group(1)
+    assert "run --rm ms-pt-harness:cpu list --profile quick --one-per-model" in walk
     assert re.search(r"^models=''", script, re.M) and "python -m harness list --profile quick --one-per-model" in script
     m = matrix_mod.load()
     models = m.data["models"]
@@ -296,6 +301,7 @@ def test_check_image_runs_a_cell_of_every_model_and_reads_every_dataset_in_the_i
     assert {c.model for c in m.expand("quick", only)} == {"gcn"}
     assert set(DATASETS) == {spec["dataset"] for spec in models.values()}
     assert "inside python /tools/check_datasets.py" in script and 'run_cells models "$models"' in script
+    assert "--entrypoint python ms-pt-harness:cpu" in walk and "/tools/check_datasets.py" in walk
 
 
 @pytest.mark.parametrize("given, passed", [
@@ -466,13 +472,14 @@ def test_check_on_a_fresh_clone_is_ready_to_build(tmp_path):
 
 
 def test_ci_walks_the_reviewers_path_under_real_runtimes():
-    """tox -e main walks a fresh clone natively and cuda/ascend up to their device line; tox -e image hands the built
-    CPU image to rootless podman and docker, and the CUDA image's run line to podman (tools/check_engines.sh), and
-    the test command installs both runtimes; the CI-only runtime settings never reach a reviewer's command."""
+    """tox -e main walks pristine Debian hosts (tools/pristine.sh) and cuda/ascend up to their device line; tox -e
+    image hands the built CPU image to rootless podman and docker, and the CUDA image's run line to podman
+    (tools/check_engines.sh), and the test command installs both runtimes; the CI-only runtime settings never reach a
+    reviewer's command."""
     main = (REPO / "tools" / "check_main.sh").read_text()
-    assert 'tools/walk.sh cpu --data-dir "$data"' in main and 'tools/walk.sh "$platform"' in main
+    assert "tools/pristine.sh || failed+=(pristine)" in main and 'tools/walk.sh "$platform"' in main
     image = (REPO / "tools" / "check_image.sh").read_text()
-    assert '"$root/tools/check_engines.sh" cpu "$archive"' in image
+    assert '"$root/tools/check_engines.sh" cpu ' in image
     assert '"$root/tools/check_engines.sh" cuda "$image"' in image
     packages = (REPO / "tools" / "install_system_packages.sh").read_text()
     assert "need+=(podman)" in packages and "need+=(docker.io)" in packages
@@ -491,3 +498,18 @@ def test_the_help_gives_each_profiles_max_repeats_as_the_matrix_does():
     for profile in ("quick", "target", "accelerator"):
         cap = m.max_repeats(profile, None, None)
         assert re.search(rf"\b{cap} for [a-z ,]*\b{profile}\b", help_text), (profile, cap)
+
+
+@pytest.mark.parametrize("name", ["reproduce.sh", "tools/wheelhouse.sh", "tools/apex_sources.sh", "tools/test.sh"])
+def test_every_entry_script_reports_an_unforeseen_failure_and_the_usage_says_its_codes(name):
+    """set -e alone ends a script in silence: each one traps ERR (functions too: -E) into its one line and exit 3
+    (tests/test_script_failures.py plants such failures); the usage gives the exit codes."""
+    text = (REPO / name).read_text()
+    assert "\nset -Eeuo pipefail\n" in text
+    assert "\ntrap 'unexpected $? $LINENO \"$BASH_COMMAND\"' ERR\n" in text and "  exit 3\n" in text
+    assert f'echo "{Path(name).name if name != "tools/test.sh" else name}: unexpected failure at line $2: ' in text
+    if name == "reproduce.sh":
+        help_text = " ".join(subprocess.run(["bash", str(SCRIPT), "--help"], capture_output=True, text=True)
+                             .stderr.split())
+        assert ("exit status: 0 done; 1 the run finished but a cell failed (the report says which), or its report "
+                "could not be rendered; 2 refused") in help_text

@@ -107,10 +107,12 @@ def test_a_run_adds_rounds_only_for_unsettled_comparisons_up_to_the_cap(tmp_path
                                                                  "timeout_s"))
     out = tmp_path / "run"
     monkeypatch.setenv("HARNESS_COMMAND", "./reproduce.sh cpu --synthetic")
+    monkeypatch.setenv("HARNESS_DATA_MIRROR", "http://127.0.0.1:8000/data")
     p = harness("run", "--platform", "cpu", "--out", out, "--synthetic", "--matrix", m)
     assert p.returncode == 0, p.stderr
     meta = json.loads((out / "run.json").read_text())
     assert meta["invocations"][0]["command"] == "./reproduce.sh cpu --synthetic"
+    assert meta["invocations"][0]["data_mirror"] == "http://127.0.0.1:8000/data"   # where its data would come from
     assert meta["invocations"][0]["max_repeats"] == 3
     assert "estimate:" in p.stderr and "verdicts (" in p.stderr
     repeats = {}

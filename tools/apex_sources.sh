@@ -9,7 +9,16 @@
 # honoured) and checks its content digest against the pin. The digest is sha256 over the sorted
 # `sha256  ./path` lines of every regular file (LC_ALL=C order), so any copy of the same tree (a clone,
 # a tarball, a mirror) gives the same value; the build recomputes it before it builds.
-set -euo pipefail
+set -Eeuo pipefail
+# Exit 2: a refusal, in one line (die). A failure no line here foresaw: one line that says where, exit 3 (in a
+# subshell nothing: the command it belongs to is reported).
+unexpected() {  # unexpected STATUS LINE COMMAND
+  [ "$BASHPID" = "$$" ] || return 0
+  echo "apex_sources.sh: unexpected failure at line $2: ${3//$'\n'/ } (exit $1); report it, with the command line" \
+    "and the output above" >&2
+  exit 3
+}
+trap 'unexpected $? $LINENO "$BASH_COMMAND"' ERR
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 die() { echo "apex_sources.sh: $*" >&2; exit 2; }
@@ -30,9 +39,10 @@ digest() {
 
 fetch_one() {  # fetch_one URL COMMIT DIGEST DEST
   local url="$1" commit="$2" want="$3" dest="$4" tmp got
-  tmp="$(mktemp -d)"
-  git clone --quiet --no-checkout "$url" "$tmp/repo" || die "cannot clone $url"
-  rm -rf "$dest" && mkdir -p "$dest"
+  tmp="$(mktemp -d)" || die "mktemp -d failed (its message is above); set TMPDIR to a writable folder"
+  git clone --quiet --no-checkout "$url" "$tmp/repo" || die "cannot clone $url (git's message is above); check the network, or pass a mirror with --nvidia-url/--ascend-url"
+  rm -rf "$dest"
+  mkdir -p "$dest" || die "cannot make $dest; fix the permissions of third_party/apex"
   git -C "$tmp/repo" archive --format=tar "$commit" | tar -x -C "$dest" || die "$url has no commit $commit"
   rm -rf "$tmp"
   got="$(digest "$dest")"
@@ -59,7 +69,10 @@ case "${1:-}" in
   check)
     for pair in "nvidia-apex:$NVIDIA_APEX_TREE_SHA256" "ascend-apex:$ASCEND_APEX_TREE_SHA256"; do
       dir="$root/third_party/apex/${pair%%:*}"
-      [ "$(digest "$dir")" = "${pair#*:}" ] || die "$dir does not match its pinned digest ${pair#*:}"
+      # here, not in digest's subshell: its die would be a line before this one's
+      [ -d "$dir" ] || die "$dir is missing; make it with: tools/apex_sources.sh fetch"
+      got="$(digest "$dir")"
+      [ "$got" = "${pair#*:}" ] || die "$dir does not match its pinned digest ${pair#*:} (it has $got); make it again with: tools/apex_sources.sh fetch"
     done
     echo "apex_sources.sh: both trees match their pins" >&2 ;;
   *) die "usage: tools/apex_sources.sh fetch|digest DIR|check" ;;

@@ -1,5 +1,7 @@
 # Checks of the CUDA image that need no GPU; sourced by tools/check_image.sh --cuda, which defines
-# buildah, ctr, mounts, runs, data_args, inside and fail. Each check prints what it saw.
+# buildah, ctr, mounts, runs, data_args, inside and fail. Each check prints what it saw, and each failure its
+# `fail` line (a command whose failure is the verdict is guarded, so that set -e and pipefail do not end the check
+# before that line).
 
 # 5b. What a GPU host relies on, checked in the built image.
 cuda_checks() {
@@ -51,15 +53,17 @@ for line in open(sys.argv[1]):
   ldd_out="$(inside bash -c 'export LD_LIBRARY_PATH="$HARNESS_MINDSPORE_CUDA_HOME/lib64"; ldd "$(python -c "import mindspore, os; print(os.path.dirname(mindspore.__file__))")/lib/plugin/libmindspore_gpu.so.11.6"')" \
     || fail "ldd could not read MindSpore's libmindspore_gpu.so.11.6 in the image"
   echo "check_image: ldd libmindspore_gpu.so.11.6 (CUDA libraries):" >&2
-  grep -E 'libcu|libnvrtc|not found' <<< "$ldd_out" | sed 's/^\s*/    /' >&2
-  missing="$(grep 'not found' <<< "$ldd_out" | awk '{print $1}' | sort -u | tr '\n' ' ')"
+  # (grep finds nothing where every library resolves: under pipefail its exit 1 would end the check before the verdict)
+  { grep -E 'libcu|libnvrtc|not found' <<< "$ldd_out" || true; } | sed 's/^\s*/    /' >&2
+  missing="$({ grep 'not found' <<< "$ldd_out" || true; } | awk '{print $1}' | sort -u | tr '\n' ' ')"
   [ "$missing" = "libcuda.so.1 " ] \
     || fail "libmindspore_gpu.so.11.6 has unresolved libraries besides the driver's libcuda.so.1: '$missing'"
   wrong="$(grep -E '^\s*lib(cudart|cublas|cublasLt|cudnn|cufft|curand|cusolver|cusparse|nvrtc)\.so' <<< "$ldd_out" \
            | grep -v '=> /opt/cuda11/toolkit/lib64/' || true)"
   [ -z "$wrong" ] || fail "CUDA 11 libraries of the MindSpore plug-in resolve outside /opt/cuda11/toolkit/lib64: $wrong"
   # cuDNN 8 loads its sub-libraries (libcudnn_*_infer/train.so.8) itself: those must resolve too.
-  missing="$(inside bash -c 'export LD_LIBRARY_PATH="$HARNESS_MINDSPORE_CUDA_HOME/lib64"; for f in "$LD_LIBRARY_PATH"/*.so*; do ldd "$f" | sed -n "s/^\s*\(\S*\) => not found/\1/p"; done' | sort -u | tr '\n' ' ')"
+  missing="$(inside bash -c 'export LD_LIBRARY_PATH="$HARNESS_MINDSPORE_CUDA_HOME/lib64"; for f in "$LD_LIBRARY_PATH"/*.so*; do ldd "$f" | sed -n "s/^\s*\(\S*\) => not found/\1/p"; done' | sort -u | tr '\n' ' ')" \
+    || fail "ldd could not read the libraries in /opt/cuda11/toolkit/lib64 in the image"
   [ -z "$missing" ] || [ "$missing" = "libcuda.so.1 " ] \
     || fail "libraries in /opt/cuda11/toolkit/lib64 need libraries the image lacks: $missing"
   echo "check_image: every library under /opt/cuda11/toolkit/lib64 resolves${missing:+ (but libcuda.so.1)}" >&2
@@ -85,8 +89,8 @@ print("check_image: harness env:", {k: p.get(k) for k in ("torch", "mindspore", 
 # its kernel library, libcuda_ops.so.11, carries. A label that drifts from the wheels fails here.
 gpu_arch_labels() {  # gpu_arch_labels TORCH_ARCH_LINE FATBINS
   local torch_label ms_label
-  torch_label="$(image_label io.ms-pt-harness.gpu_arch.torch)"
-  ms_label="$(image_label io.ms-pt-harness.gpu_arch.mindspore)"
+  torch_label="$(image_label io.ms-pt-harness.gpu_arch.torch)" || fail "could not read the image's gpu_arch.torch label"
+  ms_label="$(image_label io.ms-pt-harness.gpu_arch.mindspore)" || fail "could not read the image's gpu_arch.mindspore label"
   echo "check_image: label gpu_arch.torch: $torch_label" >&2
   echo "check_image: label gpu_arch.mindspore: $ms_label" >&2
   python3 - "$1" "$2" "$torch_label" "$ms_label" <<'EOF' || fail "the image's gpu_arch labels do not match the GPU code its libraries carry"
@@ -195,7 +199,7 @@ cuda_jit_cache_check() {
     'd="$CUDA_CACHE_PATH/probe.$$" && mkdir "$d" && echo x > "$d/f" && rm -r "$d" \
      && echo "$CUDA_CACHE_PATH $CUDA_CACHE_MAXSIZE $(stat -c %a "$CUDA_CACHE_PATH")"')" \
     || fail "uid 4242 cannot write to CUDA_CACHE_PATH in the image"
-  label="$(image_label io.ms-pt-harness.cuda_jit_cache)"
+  label="$(image_label io.ms-pt-harness.cuda_jit_cache)" || fail "could not read the image's cuda_jit_cache label"
   echo "check_image: as uid 4242: CUDA_CACHE_PATH, CUDA_CACHE_MAXSIZE, mode: $got (label cuda_jit_cache: $label)" >&2
   [ "$got" = "/cache/cuda-jit 4294967296 1777" ] && [ "$label" = /cache/cuda-jit ] \
     || fail "the PTX JIT cache is not /cache/cuda-jit, 4 GiB, writable by any uid: $got (label: $label)"

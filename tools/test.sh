@@ -1,36 +1,74 @@
 #!/usr/bin/env bash
-# The test command (README.md; CI's .ci/run runs exactly this): the Debian tools some tests need (Debian's
-# python3.11, pdflatex, Chromium, buildah, debootstrap; installed when missing and root), then tox: lint (ruff), test
-# (pytest under /usr/bin/python3.11, Debian bookworm's 3.11.2 as in the CPU and CUDA images, whatever python3.11
-# comes first on PATH; with report.tex through pdflatex and report.html in headless Chromium), main (README's main
-# command, ./reproduce.sh cpu, on a slice with no virtual environment on PATH: tools/check_main.sh), image (hadolint,
-# the CPU image built with buildah; inside it every dataset's loader on format-faithful fixtures, the GCN quick cells
-# and a quick cell of every other model) and image-cuda (the CUDA image built with buildah and checked inside the same
-# way: no GPU needed). Extra arguments replace the tox environments, e.g. `-e test`.
-set -euo pipefail
+# The test command (README.md; CI's .ci/run runs exactly this), from a plain clone with nothing beside it, as root on
+# Debian 12: the Debian tools some tests need (Debian's python3.11, pdflatex, Chromium, buildah, debootstrap, podman,
+# docker; installed when missing and root), then tox: lint (ruff), test (pytest under /usr/bin/python3.11, Debian
+# bookworm's 3.11.2 as in the CPU and CUDA images; with report.tex through pdflatex and report.html in headless
+# Chromium), main (README's main command walked on pristine Debian hosts: tools/check_main.sh, tools/pristine.sh),
+# image (hadolint; the CPU image built by ./reproduce.sh cpu --container --build and walked under podman and docker;
+# inside it every dataset's loader on format-faithful fixtures and a quick cell of every model) and image-cuda (the
+# CUDA image built with buildah and checked inside the same way: no GPU needed). Extra arguments replace the tox
+# environments, e.g. `-e test`. The whole run's record (each environment's status and time, the disk it needed, the
+# host and Python): .tox/logs/test-command.json.
+set -Eeuo pipefail
+# A failure no line here foresaw: one line that says where, exit 3 (not in silence); in a subshell nothing, the
+# command it belongs to is reported.
+unexpected() {  # unexpected STATUS LINE COMMAND
+  [ "$BASHPID" = "$$" ] || return 0
+  echo "tools/test.sh: unexpected failure at line $2: ${3//$'\n'/ } (exit $1); report it, with the output above" >&2
+  exit 3
+}
+trap 'unexpected $? $LINENO "$BASH_COMMAND"' ERR
+die() { echo "tools/test.sh: $*" >&2; exit 2; }
 cd "$(dirname "$0")/.."
+# The command's own record (.tox/logs/test-command.json, tools/test_summary.py): its wall time, and the disk it needs,
+# from a sampler of the free space on the checkout's file system (images, wheels and walks all land there on CI).
+t_start=$(date +%s)
+mkdir -p .tox/logs
+free_kb() { { df -Pk . 2> /dev/null || true; } | awk 'NR == 2 && $4 ~ /^[0-9]+$/ { print $4 }'; }
+disk_start="$(free_kb)"
+low_file=.tox/logs/.disk-low
+echo "${disk_start:-0}" > "$low_file"
+( while sleep 5; do
+    f="$(free_kb)"
+    if [ -n "$f" ] && [ "$f" -lt "$(cat "$low_file")" ]; then echo "$f" > "$low_file"; fi
+  done ) < /dev/null > /dev/null 2>&1 &   # holds no pipe of the caller's open (its sleep outlives a kill)
+sampler=$!
+trap 'kill "$sampler" 2> /dev/null || true' EXIT
 tools/install_system_packages.sh
-python3 -m venv .venv-tox
-.venv-tox/bin/pip install -q tox==4.67.15
+# tox itself runs under any Python 3 that can make a venv (its environments pick their own): python3, else Debian's
+# python3.11 (installed above as root). Ubuntu's python3 (3.10, 3.12) has no venv without python3-venv.
+tox_py=""
+for py in python3 python3.11; do
+  if "$py" -c 'import ensurepip, venv' > /dev/null 2>&1; then tox_py="$py"; break; fi
+done
+[ -n "$tox_py" ] || die "no python3 here can make a venv (no ensurepip/venv module): as root, apt-get install python3-venv python3.11-venv (Debian/Ubuntu), then run tools/test.sh again"
+"$tox_py" -m venv .venv-tox || die "$tox_py -m venv .venv-tox failed (its message is above); remove .venv-tox and run again"
+.venv-tox/bin/pip install -q tox==4.67.15 || die "pip could not install tox into .venv-tox (its message is above); check the network or the index"
 if [ $# -gt 0 ]; then
   exec .venv-tox/bin/tox "$@"
 fi
 # One tox environment at a time, each one's output kept in .tox/logs/: when one fails, its last lines are printed
 # again at the very end, where a reader of the output (or of its tail, as CI keeps it) sees why.
-mkdir -p .tox/logs
 failed=()
 summary=()
+records=()
 for env in lint test main image image-cuda; do
   t0=$(date +%s)
   if .venv-tox/bin/tox -e "$env" 2>&1 | tee ".tox/logs/$env.log"; then status=OK; else status=FAILED; failed+=("$env"); fi
   summary+=("$(printf '  %-10s %-6s %5d s' "$env" "$status" $(($(date +%s) - t0)))")
+  records+=("$env:$status:$(($(date +%s) - t0))")
 done
+kill "$sampler" 2> /dev/null || true
+"$tox_py" tools/test_summary.py --out .tox/logs/test-command.json --wall $(($(date +%s) - t_start)) \
+  ${disk_start:+--disk-start-kb "$disk_start" --disk-low-kb "$(cat "$low_file")"} "${records[@]}" \
+  || echo "tools/test.sh: could not write .tox/logs/test-command.json (its message is above); the summary below stands" >&2
 for env in "${failed[@]}"; do
   echo "--- $env failed; its last 40 lines (all of them in .tox/logs/$env.log):"
   tail -n 40 ".tox/logs/$env.log"
 done
 echo "tools/test.sh: each environment (status, wall time):"
 printf '%s\n' "${summary[@]}"
+echo "tools/test.sh: $(($(date +%s) - t_start)) s in all; its record: .tox/logs/test-command.json"
 if [ ${#failed[@]} -gt 0 ]; then
   echo "tools/test.sh: FAILED: ${failed[*]}"
   exit 1

@@ -8,7 +8,16 @@
 # architecture is fetched; naming another (e.g. aarch64 wheels for a Kunpeng Ascend host, on an
 # x86_64 machine) fetches that one's manylinux wheels for CPython 3.11. A stamp file records which
 # lock the folder was made from, so a second call with an unchanged lock does nothing.
-set -euo pipefail
+set -Eeuo pipefail
+# Exit 2: a refusal, in one line (die). A failure no line here foresaw: one line that says where, exit 3 (in a
+# subshell nothing: the command it belongs to is reported).
+unexpected() {  # unexpected STATUS LINE COMMAND
+  [ "$BASHPID" = "$$" ] || return 0
+  echo "wheelhouse.sh: unexpected failure at line $2: ${3//$'\n'/ } (exit $1); report it, with the command line" \
+    "and the output above" >&2
+  exit 3
+}
+trap 'unexpected $? $LINENO "$BASH_COMMAND"' ERR
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 die() { echo "wheelhouse.sh: $*" >&2; exit 2; }
@@ -36,14 +45,17 @@ lock="$root/requirements/$platform.txt"
 files=("$lock")
 [ "$platform" != cuda ] || files+=("$root/requirements/cuda11-libs.txt")
 locks=()
-for f in "${files[@]}"; do locks+=(-r "$f"); done
+for f in "${files[@]}"; do
+  [ -r "$f" ] || die "cannot read the lock file $f; make it with: python3 tools/lock_requirements.py"
+  locks+=(-r "$f")
+done
 out="$root/wheelhouse/$platform"
 want="$(cat "${files[@]}" | sha256sum | cut -d' ' -f1) ${arches[*]}"
 if [ "$(cat "$out/.lock.sha256" 2>/dev/null)" = "$want" ]; then
   echo "wheelhouse.sh: $out is up to date with $lock (${arches[*]})" >&2
   exit 0
 fi
-mkdir -p "$out"
+mkdir -p "$out" 2>/dev/null || die "cannot make $out; fix its permissions (or those of wheelhouse/)"
 rm -f "$out/.lock.sha256"
 
 for arch in "${arches[@]}"; do
@@ -61,9 +73,14 @@ for arch in "${arches[@]}"; do
   log="$out/.pip-download-$arch.log"
   if ! PIP_RETRIES="${PIP_RETRIES:-1}" "$py" -m pip download --disable-pip-version-check --no-cache-dir --require-hashes \
       --no-deps --only-binary=:all: "${target[@]}" "${locks[@]}" -d "$out" > "$log" 2>&1; then
-    grep -v "^WARNING: \(Location\|Retrying\)" "$log" | tail -15 >&2
+    # pip's last lines without its index warnings (a log of nothing else leaves none: grep's exit 1 is no failure)
+    { grep -v "^WARNING: \(Location\|Retrying\)" "$log" || true; } | tail -15 >&2
     die "pip could not fetch every wheel of $lock for $arch (log: $log); on an air-gapped host copy a wheelhouse made elsewhere"
   fi
 done
 echo "$want" > "$out/.lock.sha256"
-echo "wheelhouse.sh: $(find "$out" -name '*.whl' | wc -l) wheels, $(du -sh "$out" | cut -f1) in $out" >&2
+# The closing figures are for the reader: a du that cannot read every file says "?" rather than failing the fetch.
+wheels=("$out"/*.whl)
+[ -e "${wheels[0]}" ] || wheels=()
+size="$({ du -sh "$out" 2>/dev/null || true; } | cut -f1)"
+echo "wheelhouse.sh: ${#wheels[@]} wheels, ${size:-?} in $out" >&2

@@ -5,7 +5,9 @@ images run Debian bookworm's python3, 3.11.2, whose extractall() has no `filter`
 here, the same on every Python: a member whose path is absolute or has a `..` component is refused wherever it is in
 the tarball; under the folder extracted, only directories and regular files are accepted (a symbolic or hard link, a
 device or a FIFO is refused); what lies outside that folder is not extracted. Then, where tarfile has `data_filter`,
-extractall() runs with filter="data" on top; elsewhere the checked regular files are written out one by one.
+extractall() runs with filter="data" on top; elsewhere the checked regular files are written out one by one. Either
+way the files and folders written get the mode open() and mkdir() give under the umask, not the tarball's: a folder a
+root run extracted is then readable by a later user as any folder root made.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import tarfile
 import zlib
 from pathlib import Path, PurePosixPath
 
+from harness.data.fetch import normal_mode
 from harness.errors import HarnessError
 
 
@@ -79,4 +82,19 @@ def extract(tarball: Path, dest: Path, top: str) -> list[str]:
                         shutil.copyfileobj(source, out)
     except (tarfile.TarError, EOFError, zlib.error) as e:
         raise HarnessError(f"data: could not read {tarball} ({e}); delete it and fetch it again") from None
+    _normal_modes(dest, [PurePosixPath(m.name) for m in chosen])
     return [m.name for m in chosen]
+
+
+def _normal_modes(dest: Path, names: list[PurePosixPath]) -> None:
+    """Give what was extracted under dest the modes a file or folder made here gets (the tarball's may be 0600)."""
+    files, folders = normal_mode(is_dir=False), normal_mode(is_dir=True)
+    seen: set[Path] = set()
+    for name in names:
+        target = dest.joinpath(*name.parts)
+        target.chmod(files)
+        for parent in target.parents:
+            if parent == dest or parent in seen or dest not in parent.parents:
+                break
+            seen.add(parent)
+            parent.chmod(folders)

@@ -5,6 +5,8 @@ Two layouts of the folder are accepted, both verified before load():
 - the labelled splits repacked as two tarballs, `aclImdb_train_v1.tar.gz` and `aclImdb_test_v1.tar.gz` (SPLIT_FILES),
   each with a `*.members.sha256` list of its members' sha256 (sha256sum format), which load() also checks.
 Either way the reviews are read from the tarballs directly (no extraction): `aclImdb/{train,test}/{pos,neg}/ID_R.txt`.
+--download fetches the official tarball; from a mirror (HARNESS_DATA_MIRROR, harness/data/fetch.py) that has no
+official tarball in its imdb folder, the two split tarballs instead.
 
 load() returns the raw texts, so both frameworks see the very same text; tokenisation and the vocabulary (from the
 train split only) live in harness/models/lstm:
@@ -21,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from harness.data.fetch import download, verify
+from harness.data.fetch import NotOnMirror, download, verify
 from harness.errors import HarnessError
 
 FOLDER = "imdb_aclimdb"
@@ -61,7 +63,18 @@ def prepare(folder: Path, allow_download: bool) -> Path:
         raise HarnessError(f"data: {folder / OFFICIAL} is missing; copy it (or the two split tarballs "
                            f"{' and '.join(SPLIT_FILES)}) into {folder}, add --download to fetch and verify it, "
                            f"or run without it: --synthetic imdb")
-    download(URLS[OFFICIAL], folder / OFFICIAL, FILES[OFFICIAL], "imdb")
+    try:
+        download(URLS[OFFICIAL], folder / OFFICIAL, FILES[OFFICIAL], "imdb")
+    except NotOnMirror:
+        # A mirror serving a data folder of the split layout (the two tarballs): fetch those, each against its pin.
+        # Their members lists are not pinned, so they are not fetched; load() checks members only where a list is.
+        try:
+            for name, sha in SPLIT_FILES.items():
+                download(None, folder / name, sha, "imdb")  # no upstream address: the mirror only
+        except NotOnMirror:
+            raise HarnessError(f"data: the mirror has neither {folder.name}/{OFFICIAL} nor both split tarballs "
+                               f"({' and '.join(SPLIT_FILES)}); serve a data folder that holds one layout, unset "
+                               f"HARNESS_DATA_MIRROR, or run without it: --synthetic imdb") from None
     return folder
 
 

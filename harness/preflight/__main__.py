@@ -38,7 +38,7 @@ def evaluate(host: Host, cuda: dict, stacks: dict, hostdata: dict, steps: bool =
     elif p == "ascend":
         rows += checks_ascend.rows(host, stacks)
     elif not container:
-        rows += checks_common.python_rows(host, hostdata)
+        rows += checks_common.python_rows(host, hostdata) + checks_common.openmp_rows(host)
     if p == "cpu":
         rows.append(checks_allocator.row(f.get("env"), container))
         if not container:
@@ -72,6 +72,8 @@ def _why_no_step(host: Host, cuda: dict) -> str | None:
             return f"image {f.get('image')} not built"
     elif host.platform == "cpu" and not f.get("venv", {}).get("python"):
         return "no .venv yet"
+    elif host.platform == "cpu" and not (f["venv"].get("stamp") or f["venv"].get("stamp_ok")):
+        return checks_common.UNFINISHED   # its packages may be missing: made again by --build first
     return None
 
 

@@ -13,42 +13,85 @@ from harness.preflight import FAIL, NEXT, NOTE, PASS, SKIP, Row, parse, step
 from harness.preflight.host import Host
 
 STEP_LABEL = {"pytorch": "PyTorch", "mindspore": "MindSpore"}
-NOT_BUILT = ("no .venv yet",)   # a training step not run for one of these waits for --build (the image's: "image ...")
+UNFINISHED = "an interrupted or unfinished build (no stamp)"   # a .venv without reproduce.sh's stamp
+# a training step not run for one of these waits for --build (the image's: "image ...")
+NOT_BUILT = ("no .venv yet", UNFINISHED)
 DEVICE = {"cpu": "CPU", "cuda": "GPU", "ascend": "NPU"}
 
 
+INSTEAD = ("add --container to run in the CPU image (docker or podman; no host Python needed), or install Python "
+           "{want} and set PYTHON=/path/to/python{want}")
+
+
 def python_rows(host: Host, hostdata: dict[str, Any]) -> list[Row]:
-    """cpu natively: the .venv made from requirements/cpu.txt, and the Python 3.11 that makes it."""
-    venv = host.facts.get("venv", {})
+    """cpu natively: the .venv made from requirements/cpu.txt, and the Python 3.11 that makes it (its version, and
+    that it can make a venv: Debian and Ubuntu ship venv's ensurepip apart, in python3.11-venv)."""
+    f = host.facts
+    venv = f.get("venv", {})
     want = hostdata["python"]["version"]
+    made = bool(venv.get("python") and venv.get("stamp_ok"))
     out = []
-    if venv.get("python") and venv.get("stamp_ok"):
-        out.append(Row(".venv", ".venv made from requirements/cpu.txt", "a .venv from the lock (reproduce.sh makes it)",
-                       PASS))
+    needed = "a .venv from the lock (reproduce.sh makes it)"
+    if made:
+        out.append(Row(".venv", ".venv made from requirements/cpu.txt", needed, PASS))
+    elif venv.get("python") and not venv.get("stamp"):
+        # reproduce.sh writes the stamp last: without it the .venv may lack any package (an interrupted pip, a
+        # venv made without ensurepip), so the training steps are not run in it either
+        out.append(Row(".venv", f".venv present: {UNFINISHED}", needed, NEXT,
+                       note=f"{UNFINISHED}: ./reproduce.sh cpu --build makes it again from requirements/cpu.txt "
+                            "(hash-checked), then --check again runs the training steps"))
     elif venv.get("python"):
-        out.append(Row(".venv", ".venv present, not made from this requirements/cpu.txt (no matching stamp)",
-                       "a .venv from the lock (reproduce.sh makes it)", NOTE,
+        out.append(Row(".venv", ".venv present, not made from this requirements/cpu.txt (no matching stamp)", needed,
+                       NOTE,
                        note="./reproduce.sh cpu makes .venv again from requirements/cpu.txt before it runs "
                             "(hash-checked, about 4 GB from the PyTorch CPU index and PyPI); this check ran the one "
                             "there now"))
     else:
-        out.append(Row(".venv", "not built yet", "a .venv from the lock (reproduce.sh makes it)", NEXT,
+        out.append(Row(".venv", "not built yet", needed, NEXT,
                        note="next: ./reproduce.sh cpu --build makes it from requirements/cpu.txt (hash-checked, "
                             "from the network; it prints the size and time first), then --check again runs the "
                             "training steps"))
-    base = host.facts.get("base_python")
+    base = f.get("base_python")
     got = host.out("python-version").text.strip() if host.out("python-version").ok else ""
     found = f"{base}: Python {got}" if base and got else f"{base}: does not run" if base else "no python3.11/python3"
-    needed = f"Python {want} ({hostdata['python'].get('why', '')}) to make .venv"
-    if got.startswith(want + ".") or got == want:
-        out.append(Row(f"Python {want}", found, needed, PASS))
-    elif venv.get("python") and venv.get("stamp_ok"):  # the .venv is made: no Python needed to make it
-        out.append(Row(f"Python {want}", found + " (not needed: .venv is made)", needed, PASS))
-    else:
-        out.append(Row(f"Python {want}", found, needed, FAIL,
-                       fix=f"install Python {want} (the lock pins wheels for CPython {want}) or set "
-                           f"PYTHON=/path/to/python{want}"))
-    return out
+    check = f"Python {want}"
+    needed = f"Python {want} that can make a venv ({hostdata['python'].get('why', '')}) to make .venv"
+    instead = INSTEAD.format(want=want)
+    if made:  # the .venv is made: no Python needed to make it
+        ok = got.startswith(want + ".") and host.out("python-venv").ok
+        return out + [Row(check, found + ("" if ok else " (not needed: .venv is made)"), needed, PASS)]
+    if not (got.startswith(want + ".") or got == want):
+        fix = (f"{base} is Python {got}, and the lock pins wheels for Python {want}" if got
+               else f"{base} does not run" if base else f"no python3 found, and the lock pins wheels for Python {want}")
+        return out + [Row(check, found, needed, FAIL, fix=f"{fix}; {instead}")]
+    if host.out("python-venv").ok:
+        return out + [Row(check, found + ", venv and ensurepip", needed, PASS)]
+    found += ", no venv/ensurepip module (python3.11-venv not installed)"
+    if f.get("uid") == 0 and f.get("apt_get"):
+        return out + [Row(check, found, needed, NEXT,
+                          note=f"./reproduce.sh cpu --build installs python3.11-venv (apt-get) before it makes .venv "
+                               f"with {base}")]
+    return out + [Row(check, found, needed, FAIL,
+                      fix=f"{base} cannot make a venv (no ensurepip/venv module): as root, apt-get install "
+                          f"python{want}-venv (Debian/Ubuntu), or add --container to run in the CPU image")]
+
+
+def openmp_rows(host: Host) -> list[Row]:
+    """cpu natively: libgomp.so.1, the OpenMP runtime MindSpore's CPU kernels link (PyTorch's wheel carries its own;
+    the images install Debian's libgomp1). Without it every MindSpore cell fails on import."""
+    f = host.facts
+    if "libgomp" not in f:   # a recorded host from before this fact was collected
+        return []
+    check, needed = "OpenMP runtime", "libgomp.so.1 (libgomp1), which MindSpore's CPU kernels link"
+    if f["libgomp"]:
+        return [Row(check, f["libgomp"], needed, PASS)]
+    made = bool(f.get("venv", {}).get("python") and f.get("venv", {}).get("stamp_ok"))
+    if f.get("uid") == 0 and f.get("apt_get") and not made:
+        return [Row(check, "not found (ldconfig -p)", needed, NEXT,
+                    note="./reproduce.sh cpu --build installs libgomp1 (apt-get) before it makes .venv")]
+    return [Row(check, "not found (ldconfig -p)", needed, FAIL,
+                fix="this host has no libgomp.so.1, so every MindSpore cell would fail: as root, apt-get install "
+                    "libgomp1 (Debian/Ubuntu), or add --container to run in the CPU image")]
 
 
 def engine_rows(host: Host, hostdata: dict[str, Any], platform: str) -> list[Row]:

@@ -12,6 +12,7 @@ NPU_SMI, ASCEND_CHIP, PYTHON, DOCKER_BUILDKIT.
 
 from __future__ import annotations
 
+import ctypes.util
 import glob
 import hashlib
 import json
@@ -201,12 +202,20 @@ def collect(platform: str, *, mode: str, image: str | None = None, env: dict[str
         venv_py = REPO / ".venv" / "bin" / "python"
         lock = REPO / "requirements" / "cpu.txt"
         stamp = _read(str(REPO / ".venv" / ".requirements.sha256"))
-        f["venv"] = {"python": str(venv_py) if venv_py.exists() else None,
+        # The stamp is written last (reproduce.sh): a .venv without one is a build that did not finish.
+        f["venv"] = {"python": str(venv_py) if venv_py.exists() else None, "stamp": stamp is not None,
                      "stamp_ok": (stamp or "").strip() == hashlib.sha256(lock.read_bytes()).hexdigest()}
         base = env.get("PYTHON") or shutil.which("python3.11") or shutil.which("python3")
         f["base_python"] = base
         if base:
             h.outputs["python-version"] = run([base, "-c", "import sys; print('%d.%d.%d' % sys.version_info[:3])"])
+            # Debian and Ubuntu ship venv's ensurepip apart (python3.11-venv): without it `-m venv` makes no pip
+            h.outputs["python-venv"] = run([base, "-c", "import ensurepip, venv"])
+        # MindSpore's CPU kernels link the system's OpenMP runtime (Debian's libgomp1), which a minimal host lacks
+        f["libgomp"] = ctypes.util.find_library("gomp")
+        # who may install it: reproduce.sh --build does, as root with apt-get
+        f["uid"] = os.getuid()
+        f["apt_get"] = shutil.which("apt-get", path=env.get("PATH"))
         f["disk_path"], f["free_bytes"] = _free(str(REPO))
     elif mode == "native":
         f["step_python"] = env.get("PYTHON", "python3")
