@@ -12,16 +12,9 @@
 # training step per framework on the device; exit 0 when every row passes or waits for --build, which builds
 # (.venv or the image) and stops. See ARTIFACT.md.
 set -Eeuo pipefail
-# Exit 2 is a refusal, said in one line (die). A failure no line here foresaw ends in one line that says where, with
-# exit 3, never in silence. In a subshell (a command substitution, a pipeline) the trap does nothing: the command it
-# belongs to fails in the script itself and is reported there, once.
-unexpected() {  # unexpected STATUS LINE COMMAND
-  [ "$BASHPID" = "$$" ] || return 0
-  echo "reproduce.sh: unexpected failure at line $2: ${3//$'\n'/ } (exit $1); report it, with the command line" \
-    "(${HARNESS_COMMAND:-./reproduce.sh}) and the output above" >&2
-  exit 3
-}
-trap 'unexpected $? $LINENO "$BASH_COMMAND"' ERR
+# Exit 2: a refusal, in one line; anything else that fails: one line and exit 3 (tools/unexpected.sh).
+. "$(dirname "${BASH_SOURCE[0]}")/tools/unexpected.sh"
+trap 'unexpected $? $LINENO "$BASH_COMMAND" reproduce.sh "the command line (${HARNESS_COMMAND:-./reproduce.sh}) and the output above"' ERR
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 

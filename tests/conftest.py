@@ -100,3 +100,13 @@ def scaling_run(tmp_path_factory):
     assert p.returncode == 0, p.stderr[-3000:]
     results = {r["cell"]: r for r in json.loads(harness("results", out, "--json").stdout) if r["repeat"] == 0}
     return SimpleNamespace(out=out, results=results)
+
+
+def copy_reproduce(clone: Path) -> None:
+    """reproduce.sh into a stand-in clone, with the one file it sources (tools/unexpected.sh: its line for a failure no
+    line of it foresaw)."""
+    import shutil
+
+    (clone / "tools").mkdir(parents=True, exist_ok=True)
+    shutil.copy(REPO / "reproduce.sh", clone / "reproduce.sh")
+    shutil.copy(REPO / "tools" / "unexpected.sh", clone / "tools" / "unexpected.sh")

@@ -13,7 +13,7 @@ import pytest
 from harness.preflight import FAIL, NEXT, NOTE, PASS, checks_common, data, render
 from harness.preflight.__main__ import _why_no_step
 from harness.preflight.host import Host, Output, collect
-from tests.conftest import REPO
+from tests.conftest import REPO, copy_reproduce
 from tests.test_reproduce import _path_with_python
 
 PY = "/usr/bin/python3.11"
@@ -104,7 +104,7 @@ def test_check_after_an_interrupted_build_is_ready_to_build_again(tmp_path):
     used to call it "present, not made from this lock" and fail both training steps in it."""
     clone = tmp_path / "clone"
     shutil.copytree(REPO / "harness", clone / "harness", ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy(REPO / "reproduce.sh", clone / "reproduce.sh")
+    copy_reproduce(clone)
     (clone / "requirements").mkdir()
     shutil.copy(REPO / "requirements" / "cpu.txt", clone / "requirements" / "cpu.txt")
     (clone / ".venv" / "bin").mkdir(parents=True)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
+from tests.conftest import REPO, copy_reproduce
 
 SCRIPT = REPO / "reproduce.sh"
 ASCEND_MOUNTS = ("/usr/local/Ascend/driver/lib64/:/usr/local/Ascend/driver/lib64/:ro",
@@ -360,7 +360,7 @@ def _checkout_without_venv(tmp_path: Path) -> Path:
     """reproduce.sh and the CPU lock in a folder with no .venv, as a fresh clone has them."""
     clone = tmp_path / "clone"
     (clone / "requirements").mkdir(parents=True)
-    shutil.copy(SCRIPT, clone / "reproduce.sh")
+    copy_reproduce(clone)
     shutil.copy(REPO / "requirements" / "cpu.txt", clone / "requirements" / "cpu.txt")
     return clone
 
@@ -457,7 +457,7 @@ def test_check_on_a_fresh_clone_is_ready_to_build(tmp_path):
     """No .venv yet is where a fresh host stands, not a failure: --check exits 0 and names the next step."""
     clone = tmp_path / "clone"
     shutil.copytree(REPO / "harness", clone / "harness", ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy(SCRIPT, clone / "reproduce.sh")
+    copy_reproduce(clone)
     (clone / "requirements").mkdir()
     shutil.copy(REPO / "requirements" / "cpu.txt", clone / "requirements" / "cpu.txt")
     proc = subprocess.run(["bash", str(clone / "reproduce.sh"), "cpu", "--check"], capture_output=True, text=True,
@@ -502,12 +502,12 @@ def test_the_help_gives_each_profiles_max_repeats_as_the_matrix_does():
 
 @pytest.mark.parametrize("name", ["reproduce.sh", "tools/wheelhouse.sh", "tools/apex_sources.sh", "tools/test.sh"])
 def test_every_entry_script_reports_an_unforeseen_failure_and_the_usage_says_its_codes(name):
-    """set -e alone ends a script in silence: each one traps ERR (functions too: -E) into its one line and exit 3
-    (tests/test_script_failures.py plants such failures); the usage gives the exit codes."""
+    """set -e alone ends a script in silence: each one traps ERR (functions too: -E) into the one line of
+    tools/unexpected.sh and exit 3 (tests/test_script_failures.py plants such failures); the usage gives the codes."""
     text = (REPO / name).read_text()
-    assert "\nset -Eeuo pipefail\n" in text
-    assert "\ntrap 'unexpected $? $LINENO \"$BASH_COMMAND\"' ERR\n" in text and "  exit 3\n" in text
-    assert f'echo "{Path(name).name if name != "tools/test.sh" else name}: unexpected failure at line $2: ' in text
+    assert "\nset -Eeuo pipefail\n" in text and "/unexpected.sh\"\n" in text
+    shown = name if name == "tools/test.sh" else Path(name).name
+    assert f"\ntrap 'unexpected $? $LINENO \"$BASH_COMMAND\" {shown} " in text
     if name == "reproduce.sh":
         help_text = " ".join(subprocess.run(["bash", str(SCRIPT), "--help"], capture_output=True, text=True)
                              .stderr.split())

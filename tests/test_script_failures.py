@@ -347,7 +347,7 @@ def _tools_clone(tmp_path: Path, *names: str) -> Path:
     clone = tmp_path / "clone"
     (clone / "tools").mkdir(parents=True, exist_ok=True)
     (clone / "requirements").mkdir(exist_ok=True)
-    for name in names:
+    for name in (*names, "unexpected.sh"):
         shutil.copy(REPO / "tools" / name, clone / "tools" / name)
     shutil.copy(REPO / "requirements" / "cpu.txt", clone / "requirements" / "cpu.txt")
     return clone
@@ -472,6 +472,7 @@ def test_test_sh_records_each_environment_its_time_and_disk_and_names_a_failure(
     import sys
 
     clone = _tools_clone(tmp_path, "test.sh", "install_system_packages.sh", "test_summary.py")
+    shutil.copytree(REPO / "harness", clone / "harness", ignore=shutil.ignore_patterns("__pycache__"))  # envinfo
     _as_uid(tmp_path, 1000)
     tox = _tool(tmp_path / "toxbin", "tox", 'case "$*" in *image) echo "image broke" >&2; exit 1 ;; esac; exit 0')
     _tool(tmp_path / "fake", "python3", f"""case "$*" in

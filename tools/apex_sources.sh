@@ -10,15 +10,9 @@
 # `sha256  ./path` lines of every regular file (LC_ALL=C order), so any copy of the same tree (a clone,
 # a tarball, a mirror) gives the same value; the build recomputes it before it builds.
 set -Eeuo pipefail
-# Exit 2: a refusal, in one line (die). A failure no line here foresaw: one line that says where, exit 3 (in a
-# subshell nothing: the command it belongs to is reported).
-unexpected() {  # unexpected STATUS LINE COMMAND
-  [ "$BASHPID" = "$$" ] || return 0
-  echo "apex_sources.sh: unexpected failure at line $2: ${3//$'\n'/ } (exit $1); report it, with the command line" \
-    "and the output above" >&2
-  exit 3
-}
-trap 'unexpected $? $LINENO "$BASH_COMMAND"' ERR
+# Exit 2: a refusal, in one line; anything else that fails: one line and exit 3 (tools/unexpected.sh).
+. "$(dirname "${BASH_SOURCE[0]}")/unexpected.sh"
+trap 'unexpected $? $LINENO "$BASH_COMMAND" apex_sources.sh "the command line and the output above"' ERR
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 die() { echo "apex_sources.sh: $*" >&2; exit 2; }

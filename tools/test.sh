@@ -10,14 +10,9 @@
 # environments, e.g. `-e test`. The whole run's record (each environment's status and time, the disk it needed, the
 # host and Python): .tox/logs/test-command.json.
 set -Eeuo pipefail
-# A failure no line here foresaw: one line that says where, exit 3 (not in silence); in a subshell nothing, the
-# command it belongs to is reported.
-unexpected() {  # unexpected STATUS LINE COMMAND
-  [ "$BASHPID" = "$$" ] || return 0
-  echo "tools/test.sh: unexpected failure at line $2: ${3//$'\n'/ } (exit $1); report it, with the output above" >&2
-  exit 3
-}
-trap 'unexpected $? $LINENO "$BASH_COMMAND"' ERR
+# Exit 2: a refusal, in one line; anything else that fails: one line and exit 3 (tools/unexpected.sh).
+. "$(dirname "${BASH_SOURCE[0]}")/unexpected.sh"
+trap 'unexpected $? $LINENO "$BASH_COMMAND" tools/test.sh "the output above"' ERR
 die() { echo "tools/test.sh: $*" >&2; exit 2; }
 cd "$(dirname "$0")/.."
 # The command's own record (.tox/logs/test-command.json, tools/test_summary.py): its wall time, and the disk it needs,

@@ -22,26 +22,8 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-
-
-def _cpu() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith(("model name", "Model Name")):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
-def _memory_gib() -> float | None:
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal:"):
-                return round(int(line.split()[1]) / 1024**2, 1)
-    except (OSError, ValueError):
-        pass
-    return None
+sys.path.insert(0, str(REPO))
+from harness import envinfo  # noqa: E402  (standard library only, as this script must be)
 
 
 def _test_python() -> dict:
@@ -72,7 +54,8 @@ def main(argv: list[str] | None = None) -> int:
     record = {
         "command": "tools/test.sh",
         "date": datetime.date.today().isoformat(),
-        "host": {"cpu": _cpu(), "cores": os.cpu_count(), "memory_gib": _memory_gib(), "arch": platform.machine()},
+        "host": {"cpu": envinfo.cpu_model(), "cores": os.cpu_count(), "memory_gib": envinfo._memory_gib(),
+                 "arch": platform.machine()},
         "python": _test_python(),
         # A plain clone has nothing beside it: the test command must pass without ../shared.
         "plain_clone": not (REPO.parent / "shared").exists(),

@@ -9,15 +9,9 @@
 # x86_64 machine) fetches that one's manylinux wheels for CPython 3.11. A stamp file records which
 # lock the folder was made from, so a second call with an unchanged lock does nothing.
 set -Eeuo pipefail
-# Exit 2: a refusal, in one line (die). A failure no line here foresaw: one line that says where, exit 3 (in a
-# subshell nothing: the command it belongs to is reported).
-unexpected() {  # unexpected STATUS LINE COMMAND
-  [ "$BASHPID" = "$$" ] || return 0
-  echo "wheelhouse.sh: unexpected failure at line $2: ${3//$'\n'/ } (exit $1); report it, with the command line" \
-    "and the output above" >&2
-  exit 3
-}
-trap 'unexpected $? $LINENO "$BASH_COMMAND"' ERR
+# Exit 2: a refusal, in one line; anything else that fails: one line and exit 3 (tools/unexpected.sh).
+. "$(dirname "${BASH_SOURCE[0]}")/unexpected.sh"
+trap 'unexpected $? $LINENO "$BASH_COMMAND" wheelhouse.sh "the command line and the output above"' ERR
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 die() { echo "wheelhouse.sh: $*" >&2; exit 2; }
