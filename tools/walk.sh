@@ -209,6 +209,7 @@ elif [ "$platform" = cpu ] && [ "$container" = 0 ]; then
   if [ -n "$user" ] && ! grep -qF "libtcmalloc-minimal4" "$last_log"; then
     tail -n 25 "$last_log" >&2; fail "check-again: no allocator row naming libtcmalloc-minimal4 for $user"
   fi
+  [ -z "$user" ] || notes+=("the check said: $(grep -m1 -F "libtcmalloc-minimal4" "$last_log" | sed 's/  */ /g' | cut -c1-240)")
   # Synthetic data only: the walk reads nothing outside the clone, and downloads nothing but the packages.
   # --gcn-only: the GCN cells alone (a second walk of the same host, kept short).
   cells="$slice"; [ "$every_model" = 0 ] || cells+=",scaling/resnet50/pytorch/*,scaling/resnet50/mindspore/graph/*"
