@@ -59,6 +59,8 @@ BLOCKS = (
     Block("ARTIFACT.md", "expected-cpu", (QUICK, TARGET), docs_render.expected_summary),
     Block(f"{RUNS_DIR}/README.md", "expected-cpu-parts", (QUICK, TARGET), docs_render.expected_cpu),
     Block("README.md", "readme-times", (QUICK, TARGET), docs_render.readme_times),
+    # README's test command as it last ran whole from a plain clone (docs/runs/fresh-host/test-command.json)
+    Block("README.md", "test-command", (), docs_facts.test_command),
     # the CPU runs too: MindSpore's cells are priced from their ratio to PyTorch (harness.frameworkratio)
     Block("ARTIFACT.md", "accelerator-estimates", (*GPU, QUICK, TARGET), docs_accelerator.accelerator_estimates),
     Block("docs/platforms/cuda.md", "gpu-measured", GPU, docs_accelerator.gpu_measured),

@@ -113,3 +113,27 @@ def test_the_test_commands_line_comes_from_its_record_and_names_a_failure(tmp_pa
     (tmp_path / "test-command.json").write_text("{")
     with pytest.raises(docs_facts.HarnessError, match="cannot read the test command's record"):
         docs_facts.test_command([], tmp_path)
+
+
+def test_the_fresh_host_transcripts_are_published_without_the_machines_paths():
+    import sys
+
+    sys.path.insert(0, str(REPO / "tools"))
+    try:
+        from publish_fresh_host import scrub
+    finally:
+        sys.path.remove(str(REPO / "tools"))
+    checkout = Path("/tmp/plain/artifact")
+    text = ("| run | 0 | report: /root/walk.t35UKM/run/report/report.html |\n"
+            "| resume | `--out /tmp/walk.0X05tQ/run` | report: /home/reviewer/walk.G5AGMk/run/report/report.html |\n"
+            "| dry-run | `--data-dir /tmp/plain/artifact/.cache/image-check/walk-data` | from /tmp/plain/artifact |\n")
+    assert scrub(text, checkout) == (
+        "| run | 0 | report: WALK/run/report/report.html |\n"
+        "| resume | `--out WALK/run` | report: WALK/run/report/report.html |\n"
+        "| dry-run | `--data-dir .cache/image-check/walk-data` | from . |\n")
+    published = sorted((REPO / "docs" / "runs" / "fresh-host").iterdir())
+    names = {p.name for p in published}
+    assert {"README.md", "test-command.json", "pristine-bookworm-root.md", "walk-podman.md"} <= names
+    for path in published:
+        text = path.read_text()
+        assert "/tmp/" not in text and "/root/" not in text and "walk." not in text.replace("walk.sh", ""), path.name
