@@ -1,11 +1,9 @@
 """What a person sees during a run: cells done / total with the elapsed time and an estimate of what is left,
-a line per epoch of a long cell (epoch, loss, metric, throughput, read from its event log as it grows), and
-download progress. On a terminal (stderr is a tty) the download shows one line rewritten in place; elsewhere
-(CI logs) every line is plain and printed once."""
+a line per epoch of a long cell (epoch, loss, metric, throughput, read from its event log as it grows). A download's
+progress is harness.data.fetch's (standard library only: it runs before any framework)."""
 
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -14,7 +12,6 @@ from harness import eventlog
 from harness.spec import ModelSpec
 
 EPOCH_LINE_EVERY_S = 10.0    # at most one epoch line per this many seconds: long cells only, never a flood
-DOWNLOAD_LINE_EVERY_S = 5.0  # not a terminal: a download progress line at most this often
 
 
 def duration(seconds: float) -> str:
@@ -81,26 +78,3 @@ class EpochLines:
             self.log(f"    epoch {m.get('epoch_num', 0) + 1}{f'/{epochs}' if epochs else ''}{part}: "
                      f"loss {m.get('loss', float('nan')):.4f}, {self.spec.metric} {ev['value']:.4f}"
                      + (f", {tput:,.1f} {self.spec.throughput_unit}" if tput else ""))
-
-
-class Download:
-    """Progress of one download: bytes so far of the total, rewritten in place on a terminal."""
-
-    def __init__(self, name: str, total: int | None, stream=None, clock: Callable[[], float] = time.monotonic):
-        self.name, self.total, self.stream, self.clock = name, total, stream or sys.stderr, clock
-        self.tty = self.stream.isatty()
-        self.got, self.last = 0, clock()
-
-    def update(self, n: int) -> None:
-        self.got += n
-        if self.tty or self.clock() - self.last >= DOWNLOAD_LINE_EVERY_S:
-            self.last = self.clock()
-            self._show(end="\r" if self.tty else "\n")
-
-    def close(self) -> None:
-        self._show(end="\n")
-
-    def _show(self, end: str) -> None:
-        mb = self.got / 1e6
-        of = f" of {self.total / 1e6:,.1f} MB ({100 * self.got / self.total:.0f}%)" if self.total else " MB"
-        print(f"downloading {self.name}: {mb:,.1f}{of}", end=end, file=self.stream, flush=True)
