@@ -35,7 +35,7 @@ usage: ./reproduce.sh cpu|cuda|ascend [--quick|--accelerator|--target|--full|--c
   --target         time to target: GCN to 70% and the GRU to BLEU 10 on the real data, sized for a 2-core
                    CPU, each cell stopping at its target (ARTIFACT.md gives its measured time)
   --full           the paper's scale;  --companion: the companion studies at their scale
-  --profile NAME   any profile of harness/matrix.toml (python -m harness list --profile NAME)
+  --profile NAME   any profile of harness/config/matrix.toml (python -m harness list --profile NAME)
   --image REF      the container image to run (default: ms-pt-harness:PLATFORM, built when missing)
   --build          build what the run needs and stop: .venv on cpu (natively), else the image of
                    Dockerfile.PLATFORM (even if it exists); the download, disk and time are printed
@@ -56,7 +56,7 @@ usage: ./reproduce.sh cpu|cuda|ascend [--quick|--accelerator|--target|--full|--c
   --repeats N      at least N repeats of every cell (default: the profile's repeats, and its claim_repeats
                    for the cells a claim compares: 2 for quick, target and accelerator)
   --max-repeats M  a comparison whose verdict is not yet settled gets one more repeat of its cells at a time,
-                   up to M (default: the profile's max_repeats in harness/matrix.toml: 2 for quick,
+                   up to M (default: the profile's max_repeats in harness/config/matrix.toml: 2 for quick,
                    3 for target and accelerator)
   --dry-run        print the commands (build, run, report) without running them
   --check          preflight, seconds to a minute: driver, device, container engine and toolkit, disk, image
@@ -292,13 +292,13 @@ report_failed() {  # report_failed STATUS COMMAND (reads $status, the run's)
 }
 
 # --native cuda/ascend: the Python needs the selected cells' frameworks, or at least one of them; the cells
-# of a framework it lacks (harness.platforms.missing_framework) are left out, recorded as skipped, and said.
+# of a framework it lacks (harness.host.platforms.missing_framework) are left out, recorded as skipped, and said.
 native_frameworks() {
   local py="$1" only="" i missing fw n total cells left
   for ((i = 0; i < ${#run_args[@]}; i++)); do
     [ "${run_args[$i]}" != --only ] || only="${run_args[$((i + 1))]}"
   done
-  missing="$(cd "$here" && "$py" -c 'import sys; from harness.platforms import FRAMEWORK_MODULES, missing_framework
+  missing="$(cd "$here" && "$py" -c 'import sys; from harness.host.platforms import FRAMEWORK_MODULES, missing_framework
 print(" ".join(f for f in FRAMEWORK_MODULES if missing_framework(f, sys.argv[1])))' "$platform" 2> /dev/null)" \
     || { [ "$dry" = 1 ] && return 0; die "$py does not run (or is not Python 3 with this checkout's harness); set PYTHON to a Python 3.11, or drop --native to use the image"; }
   [ -n "$missing" ] || return 0
@@ -370,7 +370,7 @@ if [ "$where" = native ]; then
       rm -rf "$venv"
       "$base" -m venv "$venv" \
         || die "$base -m venv $venv failed (see its message above); fix that Python's venv module, or add --container to run in the CPU image"
-      # The allocators the expected results were measured with (harness/allocator.py preloads them when present):
+      # The allocators the expected results were measured with (harness/host/allocator.py preloads them when present):
       # installed here where this may (root, apt-get); otherwise the line before the run says what differs. Never
       # fatal: the run goes on with another allocator, and says so.
       libdir="/usr/lib/$(uname -m)-linux-gnu"

@@ -35,8 +35,8 @@ PARTNER_SLEEP_S = 0.02     # a partner's block: at least SWEEP_TIMING's 0.02 s
 
 
 def child(cell_json: str, seconds: float, cores: list[int], sizes: list[int], warm: bool) -> None:
-    from harness import operators
-    from harness.child import leave_now
+    from harness.launch.child import leave_now
+    from harness.scenarios.operator import ops as operators
 
     run, sync, _ = operator_process(cell_json, cores)
     for _ in range(3):

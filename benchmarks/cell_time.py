@@ -15,8 +15,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from harness import cellid, eventlog  # noqa: E402
-from harness.store import RunStore  # noqa: E402
+from harness.config import cellid
+from harness.results import eventlog  # noqa: E402
+from harness.results.store import RunStore  # noqa: E402
 
 PARTS = ("outside", "init", "prepare", "train", "eval", "test", "rest")
 

@@ -30,9 +30,10 @@ sys.path.insert(0, str(REPO))
 
 from benchmarks.alternate import alternate  # noqa: E402
 from harness import data as datasets  # noqa: E402
-from harness import eventlog, matrix  # noqa: E402
+from harness.config import matrix  # noqa: E402
 from harness.frameworks import backend as load_backend  # noqa: E402
-from harness.inprocess import set_up  # noqa: E402
+from harness.launch.inprocess import set_up  # noqa: E402
+from harness.results import eventlog  # noqa: E402
 from harness.scenarios import training  # noqa: E402
 
 

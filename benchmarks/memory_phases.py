@@ -4,7 +4,7 @@ One operator cell's process, set up as the runner sets up an operator cell on a 
 environment for an operator cell, address randomisation off, confined to the operator's core, the back-end's
 `setup` and the operator's `build`), times its blocks back to back for --seconds. Every second it prints the 10th
 percentile of that second's block times beside the 10th percentile of the memory probe taken between them
-(harness.turns.Probe: one read of a 4 MiB buffer), so that phases in which the host's memory is contended show in
+(harness.launch.turns.Probe: one read of a 4 MiB buffer), so that phases in which the host's memory is contended show in
 both columns at once. --other-core starts the same configuration's PyTorch eager cell, computing back to back on
 another core, from a quarter to a half of the run: what the other vCPU's work does to this one.
 
@@ -38,17 +38,17 @@ DEFAULT = "operator/batchnorm2d/mindspore/graph/fp32/fwd+bwd/batch16-channels16-
 def operator_process(cell_json: str, cores: list[int]):
     """In this process (started by `start`), the cell's operator set up as the runner sets one up: every thread
     confined to `cores`, the back-end's `setup` and thread count, the operator's `build`. Returns (run, sync, cell)."""
-    from harness import operators
-    from harness.cell import Cell
-    from harness.child import confine
-    from harness.inprocess import set_up
+    from harness.config.cell import Cell
+    from harness.launch.child import confine
+    from harness.launch.inprocess import set_up
+    from harness.scenarios.operator import ops as operators
 
     cell = Cell.from_dict(json.loads(cell_json))
     confine(cores)
     setup = set_up(cell, until="backend")
     ctx, shape = setup.ctx, dict(cell.spec.shape)
     ctx.settings.update(setup.backend.set_threads(ctx, len(cores)))
-    impl = importlib.import_module(f"harness.operators.{cell.framework}")
+    impl = importlib.import_module(f"harness.scenarios.operator.{cell.framework}")
     run, sync = impl.build(cell.op, shape, cell.spec.dtype, cell.spec.direction, ctx,
                            operators.arrays(cell.op, shape, cell.seed))
     return run, sync, cell
@@ -56,8 +56,9 @@ def operator_process(cell_json: str, cores: list[int]):
 
 def probe(cell_json: str, seconds: float, cores: list[int]) -> None:
     """The cell's operator timed in this process for `seconds`, a line a second (see the module's docstring)."""
-    from harness import operators, turns
-    from harness.child import leave_now
+    from harness.launch import turns
+    from harness.launch.child import leave_now
+    from harness.scenarios.operator import ops as operators
 
     run, sync, cell = operator_process(cell_json, cores)
     timing = operators.sweep_timing(cell.framework, cell.mode)
@@ -77,7 +78,8 @@ def probe(cell_json: str, seconds: float, cores: list[int]) -> None:
 def quick_operator_cell(pattern: str):
     """The one quick-profile operator cell `pattern` matches, and the cores an operator cell's process is confined to
     here; None, with the one-line error printed, where it matches none or several."""
-    from harness import matrix, operators
+    from harness.config import matrix
+    from harness.scenarios.operator import ops as operators
 
     cells = [c for c in matrix.load().expand("quick") if c.kind == "operator" and fnmatch.fnmatch(c.id, pattern)]
     if len(cells) != 1:
@@ -91,8 +93,8 @@ def start(cell, seconds: float, cores: list[int], script: str = __file__,
           extra: tuple[str, ...] = ()) -> subprocess.Popen:
     """`script --probe CELL --seconds S --cores C [extra]` in a process with the cell's process environment, as the
     runner starts an operator cell's child; its stdout a pipe."""
-    from harness import operators
     from harness.frameworks import backend as load_backend
+    from harness.scenarios.operator import ops as operators
 
     env = {**os.environ, **load_backend(cell.framework).process_env("cpu", cell.kind),
            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
@@ -113,7 +115,7 @@ def main() -> int:
     if a.probe:
         probe(a.probe, a.seconds, [int(c) for c in a.cores.split(",")])
         return 0
-    from harness import cellid, matrix
+    from harness.config import cellid, matrix
 
     found = quick_operator_cell(a.cell)
     if found is None:

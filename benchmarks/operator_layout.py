@@ -2,7 +2,8 @@
 
 For each quick-profile operator cell of the chosen frameworks (default: MindSpore's), --processes fresh processes per
 allocator, interleaved (a, b, c, a, b, c, ...), each set up as the runner sets up the cell on a CPU host: confined to
-the operator's cores (harness.operators.cpu_cores), the back-end's process environment for an operator cell with
+the operator's cores (harness.scenarios.operator.ops.cpu_cores), the back-end's process environment for an operator
+cell with
 HARNESS_ALLOCATOR set to that allocator, its `setup`, and the operator scenario that times the cell
 (harness/scenarios/operator.py). It prints each process's median time per allocator with their CV
 (how far the processes disagree), then per allocator the range of those CVs and how its median process compares with
@@ -35,15 +36,16 @@ from benchmarks import allocator_requested, cv, loadavg  # noqa: E402
 def probe(cell_json: str) -> None:
     """One cell's operator timed in this process as the child times it (its cores, the back-end's setup, the operator
     scenario itself); prints its median and IQR."""
-    from harness import eventlog, operators
-    from harness.cell import Cell
-    from harness.child import leave_now
-    from harness.inprocess import set_up
+    from harness.config.cell import Cell
+    from harness.launch.child import leave_now
+    from harness.launch.inprocess import set_up
+    from harness.results import eventlog
     from harness.scenarios import operator
+    from harness.scenarios.operator import ops as operators
 
     cell = Cell.from_dict(json.loads(cell_json))
     cores = operators.cpu_cores("cpu", cell.kind)
-    if cores:  # before any thread starts, as harness/child.py
+    if cores:  # before any thread starts, as harness/launch/child.py
         os.sched_setaffinity(0, cores)
     setup = set_up(cell, until="backend")
     with tempfile.TemporaryDirectory() as tmp:
@@ -79,8 +81,9 @@ def main() -> int:
     if a.probe:
         probe(a.probe)
         return 0
-    from harness import allocator, matrix
+    from harness.config import matrix
     from harness.errors import HarnessError
+    from harness.host import allocator
 
     names = a.allocators.split(",")
     try:

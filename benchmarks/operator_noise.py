@@ -3,7 +3,8 @@ set up as the runner sets up a cell (the back-end's process environment and allo
 
   launch    the per-call cost of `run()` queued back to back (one sync at the end) against `run()` + `sync()` per
             call, and `sync()` alone on finished work: how much of a short block is launch and sync, not the operator
-  blocks    the block times of harness.operators.blocked_time as the sweep takes them (min_block_s 0.05): spread
+  blocks    the block times of harness.scenarios.operator.ops.blocked_time as the sweep takes them (min_block_s 0.05):
+  spread
             (IQR / median), max / min, and the first three blocks against the rest (the first blocks after
             compilation); and the same with blocks ten times longer (min_block_s 0.5)
   process   each probe repeated in `--processes` fresh processes: the spread of their medians (between processes)
@@ -51,11 +52,11 @@ SETTINGS = [("pytorch", "eager", ""), ("mindspore", "graph", ""), ("mindspore", 
 
 def probe(framework: str, mode: str, variant: str, config: str) -> dict:
     """In this process: set up as a cell, build the operator, measure."""
-    from harness import operators
-    from harness.cell import Cell
-    from harness.context import CellContext
+    from harness.config.cell import Cell
+    from harness.config.spec import OperatorSpec
     from harness.frameworks import backend as load_backend
-    from harness.spec import OperatorSpec
+    from harness.launch.context import CellContext
+    from harness.scenarios.operator import ops as operators
 
     op, shape, direction = CONFIGS[config]
     cell = Cell(id=f"operator/{op}/{framework}/{mode}/fp32/{direction}/probe", kind="operator", op=op,
@@ -67,7 +68,7 @@ def probe(framework: str, mode: str, variant: str, config: str) -> dict:
         import mindspore as ms
         ms.runtime.set_cpu_affinity = lambda *a, **k: None   # the back-end's binding left out
     ctx.settings = backend.setup(ctx)
-    impl = __import__(f"harness.operators.{framework}", fromlist=["build"])
+    impl = __import__(f"harness.scenarios.operator.{framework}", fromlist=["build"])
     run, sync = impl.build(op, shape, "fp32", direction, ctx, operators.arrays(op, shape, 0))
     t0 = time.perf_counter()
     run()

@@ -3,7 +3,8 @@ process, as always; or read N finished sweeps with --reuse) and print, with the 
 and each sweep's wall time,
   0. the operator stability figure (0a, 0b), per configuration and MindSpore mode, of the MindSpore/PyTorch
      throughput ratio:
-     a. the half-width of its 95% interval within a sweep (harness.measure.OpConfig.ratio_interval: the two cells'
+     a. the half-width of its 95% interval within a sweep (harness.results.measure.OpConfig.ratio_interval: the two
+     cells'
         repeats and their blocks resampled), as a share of the ratio (goal: <= 5% for >= 90% of configurations, in
         every sweep), and
      b. how far each sweep's ratio lies from the median over the sweeps (goal: within 5% for >= 90%);
@@ -53,9 +54,10 @@ def results(out: Path) -> dict[str, list[dict]]:
 
 def ratio_figures(run: dict[str, list[dict]]) -> dict[str, tuple[float, float | None]]:
     """{configuration and MindSpore mode: (ratio, interval half-width / ratio)} for one sweep, as the report and the
-    claims take them: the ratio of the medians over the repeats (harness.measure.operator_ratios), its interval from
+    claims take them: the ratio of the medians over the repeats (harness.results.measure.operator_ratios), its interval
+    from
     the repeats (processes) and their blocks resampled (OpConfig.ratio_interval)."""
-    from harness import measure
+    from harness.results import measure
 
     index = measure.summarise(r for rs in run.values() for r in rs)
     out = {}
@@ -87,16 +89,16 @@ def _paired_here(result: dict) -> tuple[float, float]:
     import os
 
     cores = result.get("settings", {}).get("cpu_cores")
-    if cores:  # the cores the cell ran on (harness.operators.cpu_cores), before torch starts its threads
+    if cores:  # the cores the cell ran on (harness.scenarios.operator.ops.cpu_cores), before torch starts its threads
         os.sched_setaffinity(0, cores)
     import torch
     import torch.utils.benchmark as tb
 
-    from harness import operators
-    from harness.cell import Cell
-    from harness.context import CellContext
-    from harness.operators import pytorch as impl
-    from harness.spec import OperatorSpec
+    from harness.config.cell import Cell
+    from harness.config.spec import OperatorSpec
+    from harness.launch.context import CellContext
+    from harness.scenarios.operator import ops as operators
+    from harness.scenarios.operator.ops import pytorch as impl
 
     cell = Cell(id=result["cell"], kind="operator", op=result["op"], framework="pytorch", mode=result["mode"],
                 amp="off", devices=1, repeats=1, timeout_s=0, seed=result["seed"],

@@ -15,7 +15,8 @@ method over --sweeps sweeps, with each sweep's wall time and the load average be
 
     python benchmarks/operator_turns.py [--sweeps 3] [--rounds 12] [--json FILE]
 
-Not the harness's method (yet): the runner still runs one process per cell and repeat (harness/matrix.py schedule).
+Not the harness's method (yet): the runner still runs one process per cell and repeat (harness/config/matrix.py
+schedule).
 """
 
 from __future__ import annotations
@@ -36,19 +37,20 @@ sys.path.insert(0, str(REPO))
 
 from benchmarks import loadavg  # noqa: E402
 
-BLOCK = {"min_block_s": 0.1, "min_block_iters": 8}   # a block as the sweep's (harness.operators.SWEEP_TIMING)
+# a block as the sweep's (harness.scenarios.operator.ops.SWEEP_TIMING)
+BLOCK = {"min_block_s": 0.1, "min_block_iters": 8}
 RESAMPLES = 4000
 
 
 def worker(cell_json: str) -> int:
     """One cell's operator in this process: build, warm up, size a block, then time one block per line read."""
-    from harness import operators
-    from harness.cell import Cell
-    from harness.inprocess import set_up
+    from harness.config.cell import Cell
+    from harness.launch.inprocess import set_up
+    from harness.scenarios.operator import ops as operators
 
     cell = Cell.from_dict(json.loads(cell_json))
     ctx = set_up(cell, until="backend").ctx   # as the child sets a cell up: CPU, repeat 0, the back-end's setup()
-    impl = __import__(f"harness.operators.{cell.framework}", fromlist=["build"])
+    impl = __import__(f"harness.scenarios.operator.{cell.framework}", fromlist=["build"])
     shape = dict(cell.spec.shape)
     run, sync = impl.build(cell.op, shape, cell.spec.dtype, cell.spec.direction, ctx,
                            operators.arrays(cell.op, shape, cell.seed))
@@ -132,7 +134,7 @@ def main() -> int:
     a = p.parse_args()
     if a.worker:
         return worker(a.worker)
-    from harness import cellid, matrix
+    from harness.config import cellid, matrix
 
     cells = [c for c in matrix.load().expand("quick", only=a.only) if c.kind == "operator" and c.spec.dtype == "fp32"]
     by_config: dict[tuple, list] = {}

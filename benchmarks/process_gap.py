@@ -41,7 +41,10 @@ sys.path.insert(0, str(REPO))
 
 from benchmarks import loadavg  # noqa: E402
 from benchmarks.alternate import alternate  # noqa: E402
-from harness import cellid, matrix  # noqa: E402
+from harness.config import (  # noqa: E402
+    cellid,
+    matrix,  # noqa: E402
+)
 from harness.frameworks import backend as load_backend  # noqa: E402
 
 
@@ -57,9 +60,9 @@ def _inline(value) -> str:
 
 
 def sized_matrix(model: str, profile: str, batch: int | None, steps: int, out: Path) -> Path:
-    """A copy of harness/matrix.toml whose `profile.<profile>` line of [models.<model>] runs 2 epochs of `steps`
+    """A copy of harness/config/matrix.toml whose `profile.<profile>` line of [models.<model>] runs 2 epochs of `steps`
     steps at `batch` (the profile's own batch when None), evaluating on one batch, never stopping at a target."""
-    text = (REPO / "harness" / "matrix.toml").read_text()
+    text = (REPO / "harness" / "config" / "matrix.toml").read_text()
     section = re.search(rf"^\[models\.{model}\]\n(.*?)(?=^\[)", text, re.M | re.S)
     line = re.search(rf"^profile\.{profile} = (\{{.*\}})$", section.group(1), re.M)
     spec = tomllib.loads(f"x = {line.group(1)}")["x"] if line else {}

@@ -43,11 +43,15 @@ sys.path.insert(0, str(REPO))
 
 from benchmarks import loadavg  # noqa: E402
 from benchmarks.alternate import alternate  # noqa: E402
-from harness import cellid, envinfo, matrix  # noqa: E402
 from harness import data as datasets  # noqa: E402
-from harness.context import CellContext  # noqa: E402
+from harness.config import (  # noqa: E402
+    cellid,
+    matrix,  # noqa: E402
+)
 from harness.frameworks import backend as load_backend  # noqa: E402
-from harness.inprocess import InProcess, set_up  # noqa: E402
+from harness.host import envinfo  # noqa: E402
+from harness.launch.context import CellContext  # noqa: E402
+from harness.launch.inprocess import InProcess, set_up  # noqa: E402
 from harness.models import model_module, reference_module  # noqa: E402
 
 MODES = {"pytorch": ["eager"], "mindspore": ["graph", "pynative"]}
@@ -70,7 +74,8 @@ TINY = {"profile": "quick", "rounds": 1, "train_samples": {}, "epochs_per_block"
 
 
 def set_up_on(cell, folder: str | None, platform: str, until: str = "workload") -> InProcess:
-    """harness.inprocess.set_up on `platform` (set_up itself sets a cell up on CPU): the back-end's setup(), the data,
+    """harness.launch.inprocess.set_up on `platform` (set_up itself sets a cell up on CPU): the back-end's setup(), the
+    data,
     the model file's workload (unless `until` is "data"), as the child process does on that platform."""
     if platform == "cpu":
         return set_up(cell, folder, until=until)

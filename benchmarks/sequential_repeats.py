@@ -1,7 +1,7 @@
-"""What the sequential-repeats rule (harness/sequential.py) does with known ratios: per true ratio and noise, the
+"""What the sequential-repeats rule (harness/launch/sequential.py) does with known ratios: per true ratio and noise, the
 share of wrong conclusive verdicts, of inconclusive ones and the mean repeats a side, for the rule (2 repeats, then
 one more while not settled, up to the cap) beside fixed designs of 2 and of `cap` repeats (the quick and target
-profiles' designs before the rule). `--calibrate` recomputes harness.sequential.WIDEN.
+profiles' designs before the rule). `--calibrate` recomputes harness.launch.sequential.WIDEN.
 
     python benchmarks/sequential_repeats.py [--trials 1000] [--cap 3] [--calibrate]
 """
@@ -17,7 +17,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from harness import measure, sequential  # noqa: E402
+from harness.launch import sequential  # noqa: E402
+from harness.results import measure
 
 RATIOS = (0.4, 0.9, 0.97, 1.0, 1.03, 1.1, 1.3, 2.9)
 CVS = (0.05, 0.10, 0.20)

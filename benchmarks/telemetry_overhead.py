@@ -2,7 +2,7 @@
 
 For each cell (GCN and ResNet50, quick profile, AMP off, one device), one fresh process (as the runner
 gives every cell) runs the harness's training scenario (scenarios/training.py) `--rounds` times with the
-sampler started around it as harness/child.py does, and as many times without it, alternating which
+sampler started around it as harness/launch/child.py does, and as many times without it, alternating which
 goes first, after one warm-up run that is not counted. Throughput is the scenario's own: the mean of the
 epochs after the first. It prints each round's pair and the median of the per-round ratios, and, as a
 noise-free bound, what one host sample costs on this machine.
@@ -31,9 +31,11 @@ sys.path.insert(0, str(REPO))
 
 from benchmarks.alternate import alternate  # noqa: E402
 from harness import data as datasets  # noqa: E402
-from harness import eventlog, matrix, telemetry  # noqa: E402
+from harness import telemetry  # noqa: E402
+from harness.config import matrix  # noqa: E402
 from harness.frameworks import backend as load_backend  # noqa: E402
-from harness.inprocess import set_up  # noqa: E402
+from harness.launch.inprocess import set_up  # noqa: E402
+from harness.results import eventlog  # noqa: E402
 from harness.scenarios import training  # noqa: E402
 from harness.telemetry.cpu import CpuSource  # noqa: E402
 

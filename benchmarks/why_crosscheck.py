@@ -11,7 +11,8 @@
    and in the memory layout it sees in the model (forward hooks), forward and backward (input and weight gradients;
    the first convolution's input needs none).
 
-Both use harness.operators.blocked_time (warm-up, blocks until the clock is negligible), each in its own process under
+Both use harness.scenarios.operator.ops.blocked_time (warm-up, blocks until the clock is negligible), each in its own
+process under
 the memory allocator the framework's cells get, and compare the mean time per call: the profile's figure is a mean (its
 total over the profiled steps), and a call's time need not have one mode. MindSpore's CPU dropout on the 2708 x 1433
 input takes about 10.5 ms when both of its kernel's threads run on a 2-core host and about 20 ms when one does (20 ms
@@ -36,9 +37,9 @@ from statistics import fmean, median
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from harness import allocator  # noqa: E402
-from harness.operators import blocked_time  # noqa: E402
-from harness.store import RunStore  # noqa: E402
+from harness.host import allocator  # noqa: E402
+from harness.results.store import RunStore  # noqa: E402
+from harness.scenarios.operator.ops import blocked_time  # noqa: E402
 
 TOLERANCE = 0.20
 GCN_SHAPES = ((2708, 1433), (2708, 16))
@@ -95,10 +96,10 @@ def torch_convolutions_share() -> float:
     import torch
     from torch import nn
 
-    from harness import matrix
-    from harness.cell import Cell
-    from harness.inprocess import set_up
-    from harness.spec import model_spec
+    from harness.config import matrix
+    from harness.config.cell import Cell
+    from harness.config.spec import model_spec
+    from harness.launch.inprocess import set_up
 
     m = matrix.load()
     spec = model_spec(m.data["models"]["resnet50"], "quick")
@@ -149,7 +150,7 @@ STANDALONE = {"torch_dropout": ("pytorch", torch_dropout_s), "mindspore_dropout"
 
 def standalone(name: str) -> float:
     """One standalone timing in its own process, under the memory allocator the framework's cells get
-    (harness.allocator: PyTorch's cells preload tcmalloc where the host has it), as the profiled cell ran."""
+    (harness.host.allocator: PyTorch's cells preload tcmalloc where the host has it), as the profiled cell ran."""
     framework = STANDALONE[name][0]
     env = {**os.environ, **allocator.process_env(framework),
            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}

@@ -9,10 +9,11 @@ import os
 import sys
 from pathlib import Path
 
-from harness import conformance
-from harness import matrix as matrix_mod
+from harness.config import conformance
+from harness.config import matrix as matrix_mod
 from harness.errors import HarnessError
-from harness.platforms import PLATFORMS
+from harness.host.platforms import PLATFORMS
+from harness.paths import REPO
 
 DEFAULT_DATA_DIR = os.environ.get("HARNESS_DATA_DIR", str(Path.home() / ".cache" / "ms-pt-harness" / "data"))
 
@@ -47,8 +48,8 @@ def _parser() -> argparse.ArgumentParser:
                         "cells the claims compare); with --resume only the repeats not yet ok run")
     r.add_argument("--max-repeats", type=int, metavar="M",
                    help="cap of the sequential repeats: a comparison not yet settled gets one more repeat of its cells "
-                        "at a time, up to M (default: the profile's `max_repeats`; harness/sequential.py)")
-    r.add_argument("--matrix", type=Path, help="another matrix file (default: harness/matrix.toml)")
+                        "at a time, up to M (default: the profile's `max_repeats`; harness/launch/sequential.py)")
+    r.add_argument("--matrix", type=Path, help="another matrix file (default: harness/config/matrix.toml)")
     r.add_argument("--shard", metavar="K/N", help="run only the K-th of N deterministic slices of the profile's cells "
                                                   "(round robin over the cell list), into its own --out; `report` "
                                                   "merges the N folders")
@@ -81,7 +82,7 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("env", help="this host's environment as JSON")
 
     es = sub.add_parser("estimate", help="a profile's estimated time on a booked host, from a committed run's step "
-                                         "times (harness.stepmodel)")
+                                         "times (harness.estimate.stepmodel)")
     es.add_argument("--profile", default="accelerator")
     es.add_argument("--platform", choices=PLATFORMS, default="cuda")
     es.add_argument("--device", help="the device's name (e.g. 'Tesla V100-SXM2-32GB', Ascend910; default: the "
@@ -133,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _matrix(args) -> matrix_mod.Matrix:
-    """The matrix file, with every model and dataset it names whole (harness.conformance): a part missing is one
+    """The matrix file, with every model and dataset it names whole (harness.config.conformance): a part missing is one
     line now, not a traceback in every cell's log."""
     m = matrix_mod.load(args.matrix)
     conformance.require(m.data["models"])
@@ -141,8 +142,8 @@ def _matrix(args) -> matrix_mod.Matrix:
 
 
 def _run(args) -> int:
-    from harness import faults, runner
     from harness.data import fetch
+    from harness.launch import faults, runner
 
     m = _matrix(args)
     try:
@@ -193,14 +194,16 @@ def _fetch(args) -> int:
 
 
 def _bookings() -> dict:
-    from harness.booking import BOOKINGS
+    from harness.estimate.booking import BOOKINGS
 
     return BOOKINGS
 
 
 def _estimate(args) -> int:
-    from harness import booking, devicememory, estimate
-    from harness.host import Host
+    from harness.devices import memory as devicememory
+    from harness.estimate import booking
+    from harness.estimate import runtime as estimate
+    from harness.host.plan import Host
 
     m = _matrix(args)
     m.profile(args.profile)
@@ -222,7 +225,7 @@ def _estimate(args) -> int:
     fake = {estimate.stepmodel.ALL} if args.synthetic == "all" else set(
         filter(None, (args.synthetic or "").split(",")))
     # The device's memory from the table (a booking's device, or --device by name): the cells it cannot hold are
-    # left out of the estimate as the run leaves them out (harness.devicememory).
+    # left out of the estimate as the run leaves them out (harness.devices.memory).
     gib, source = devicememory.table_gib(device or estimate.reference_device(folders[0]))
     proj = booking.project(m, args.profile, platform, run=folders, device=device, devices=devices, synthetic=fake,
                            memory=(gib, source))
@@ -236,8 +239,9 @@ def _estimate(args) -> int:
 
 
 def _list(args) -> int:
-    from harness import devicememory, launch
-    from harness.host import Host
+    from harness.devices import memory as devicememory
+    from harness.host.plan import Host
+    from harness.launch import process as launch
 
     m = _matrix(args)
     cells = m.expand(args.profile, args.only, args.repeats, launch.nodes().count)  # HARNESS_NNODES: a multi-node run's
@@ -279,14 +283,14 @@ def _list(args) -> int:
 
 
 def _env(args) -> int:
-    from harness import envinfo
+    from harness.host import envinfo
 
     print(json.dumps(envinfo.capture(), indent=1))
     return 0
 
 
 def _models(args) -> int:
-    from harness.describe import describe_all
+    from harness.models.describe import describe_all
 
     rows = describe_all(_matrix(args))
     if args.json:
@@ -306,7 +310,7 @@ def _models(args) -> int:
 
 
 def _results(args) -> int:
-    from harness.store import RunStore
+    from harness.results.store import RunStore
 
     store = RunStore(args.run)
     store.require_run()
@@ -341,7 +345,7 @@ def _check_logs(args) -> int:
 
 
 def _report(args) -> int:
-    from harness import report
+    from harness.report import build as report
 
     path = report.render(args.runs, args.out)
     print(path)
@@ -349,9 +353,9 @@ def _report(args) -> int:
 
 
 def _docs(args) -> int:
-    from harness import docs
+    from harness.docs import blocks as docs
 
-    repo = args.repo or docs.REPO
+    repo = args.repo or REPO
     if args.check:
         stale = docs.check(repo)
         for label in stale:

@@ -1,9 +1,12 @@
 """The plug-in contracts, declared once. A framework back-end (`harness/frameworks/<fw>.py`), a scenario
 (`harness/scenarios/<name>.py`), a model package (`harness/models/<model>/__init__.py`, which declares what it
 provides for the passes scenario) and its model files (`harness/models/<model>/<fw>.py`, whose `build` returns a
-Workload), an operator file (`harness/operators/<fw>.py`), a passes file (`harness/passes/<fw>.py`), an inference file
-(`harness/inference/<fw>.py`) and a dataset (`harness/data/<name>.py`) each provide exactly what these Protocols name,
-with these parameter names. harness.conformance checks the models and datasets a matrix names before `harness run` or
+Workload), an operator file (`harness/scenarios/operator/<fw>.py`), a passes file (`harness/scenarios/passes/<fw>.py`),
+an inference file
+(`harness/scenarios/inference/<fw>.py`) and a dataset (`harness/data/<name>.py`) each provide exactly what these
+Protocols name,
+with these parameter names. harness.config.conformance checks the models and datasets a matrix names before `harness
+run` or
 `harness list` does anything (one line naming the file and the missing part), and tests/test_contracts.py checks every
 module, so adding a framework, model, dataset or scenario is guided by a failing check.
 
@@ -26,9 +29,9 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 if TYPE_CHECKING:
     import numpy as np
 
-    from harness.cell import Cell
-    from harness.context import CellContext
-    from harness.eventlog import EventLog
+    from harness.config.cell import Cell
+    from harness.launch.context import CellContext
+    from harness.results.eventlog import EventLog
 
 
 @runtime_checkable
@@ -37,12 +40,13 @@ class Backend(Protocol):
     Called in the child: the rest."""
 
     def process_env(self, platform: str, kind: str = "model") -> dict[str, str]:
-        """Environment variables the child of a cell of this kind (harness.cell.Cell.kind) starts with (must not
+        """Environment variables the child of a cell of this kind (harness.config.cell.Cell.kind) starts with (must not
         import the framework)."""
 
     def launch_argv(self, n: int, spec_path: str, port: int, log_dir: str, multi_node: dict[str, str]) -> list[str]:
-        """The framework's own launcher starting n processes of `python -m harness.child spec_path` on this host;
-        `multi_node` (harness.launch.Nodes.launcher_options; empty on one host): nnodes, node_rank, master_addr."""
+        """The framework's own launcher starting n processes of `python -m harness.launch.child spec_path` on this host;
+        `multi_node` (harness.launch.process.Nodes.launcher_options; empty on one host): nnodes, node_rank,
+        master_addr."""
 
     def rank_from_env(self) -> tuple[int, int, int]:
         """(rank, local rank, world size) as the launcher set them; (0, 0, 1) for one process."""
@@ -123,7 +127,7 @@ class Workload(Protocol):
 @runtime_checkable
 class PartialEpochWorkload(Workload, Protocol):
     """A workload that can also train an epoch in parts, for a profile that evaluates several times an epoch
-    (`evals_per_epoch` in harness/matrix.toml: the target profile's GRU)."""
+    (`evals_per_epoch` in harness/config/matrix.toml: the target profile's GRU)."""
 
     def train_part(self, part: int, parts: int) -> tuple[float, int]:
         """Part `part` of `parts` (0-based) of the current epoch's batches, in the epoch's order; the mean loss
@@ -151,12 +155,13 @@ class ModelPackage(Protocol):
     framework), what the model declares for the passes (PassesModel or NoPassesModel), and how it trains in the words
     of MLPerf's event log. The folder also holds `pytorch.py` and `mindspore.py` (ModelModule), `logcheck.yaml` (the
     rules MLPerf's compliance checker applies to its event logs, enqueued by harness/logcheck/common.yaml) and
-    `reference_pytorch.py` and `reference_mindspore.py` (ReferenceModule); harness.conformance checks all of it
+    `reference_pytorch.py` and `reference_mindspore.py` (ReferenceModule); harness.config.conformance checks all of it
     before a run."""
 
     # Event-log keys and their values (MLPerf's key names, mlperf_logging's constants) that say how the model trains,
-    # logged once its workload is built (harness.mlperf.log_workload): opt_name and opt_learning_rate_decay_schedule
-    # at least. Its hyperparameters' keys come from the matrix (harness.mlperf.HPARAM_KEYS).
+    # logged once its workload is built (harness.results.mlperf.log_workload): opt_name and
+    # opt_learning_rate_decay_schedule
+    # at least. Its hyperparameters' keys come from the matrix (harness.results.mlperf.HPARAM_KEYS).
     MLPERF_KEYS: dict[str, Any]
 
 
@@ -178,14 +183,15 @@ class ReferenceModule(Protocol):
     harness's cell runs to the framework's recommended loop (tests/test_reference.py checks that the two train alike).
     It shares with the harness, on purpose, only what makes the comparison fair and is framework-neutral numpy: the
     initial weights, the data and its batches in order (harness.models.<name> packages) and the hyperparameters. From
-    the harness it imports nothing else (harness.conformance checks): the network, the loss, the optimiser and the loop
+    the harness it imports nothing else (harness.config.conformance checks): the network, the loss, the optimiser and
+    the loop
     are written again in the framework's idiom (MindSpore: nn.Cell networks, a loss Cell, nn.TrainOneStepCell,
     ms.amp.build_train_network for AMP; PyTorch: nn.Module networks, zero_grad(set_to_none=True), forward,
     loss.backward(), optimizer.step(), torch.autocast for AMP)."""
 
     def build(self, data: dict, hp: dict, spec: Any, seed: int, amp: str, device: str = "cpu") -> ReferenceLoop:
         """data: the dataset module's load()/synthetic() dict; hp: the cell's hyperparameters (read-only); spec: the
-        cell's harness.spec.ModelSpec; amp: "off" or the cell's AMP level; device: where PyTorch's loop trains
+        cell's harness.config.spec.ModelSpec; amp: "off" or the cell's AMP level; device: where PyTorch's loop trains
         ("cpu", "cuda:0", "npu:0": on an accelerator its documented GPU way, pinned memory and a prefetching
         DataLoader); MindSpore's takes its device from the context the caller set (mode, device, threads) and
         ignores it."""
@@ -220,7 +226,7 @@ class NoPassesModel(Protocol):
 @runtime_checkable
 class AccumulatingModel(Protocol):
     """`harness/models/<model>/__init__.py` of a model whose training step can take its batch as several micro-batches
-    (gradient accumulation, harness.devicememory.plan: where the device cannot hold the whole batch). Its model files
+    (gradient accumulation, harness.devices.memory.plan: where the device cannot hold the whole batch). Its model files
     train with `ctx.accumulation_steps` micro-batches a step: every micro-batch's forward and backward, one optimiser
     step, one step of the learning-rate schedule."""
 
@@ -250,7 +256,7 @@ class PassesModelModule(ModelModule, Protocol):
 
 @runtime_checkable
 class PassesModule(Protocol):
-    """`harness/passes/<framework>.py`."""
+    """`harness/scenarios/passes/<framework>.py`."""
 
     def build(self, ctx: CellContext, model: PassesModelModule, workload: Workload, arrays: tuple
               ) -> tuple[Callable[[], Any], Callable[[], Any], Callable[[], None]]:
@@ -261,7 +267,7 @@ class PassesModule(Protocol):
 
 @runtime_checkable
 class InferenceModule(Protocol):
-    """`harness/inference/<framework>.py`, for a net of harness.inference.NETS."""
+    """`harness/scenarios/inference/<framework>.py`, for a net of harness.scenarios.inference.nets.NETS."""
 
     def network(self, name: str, weights: dict) -> Any:
         """The fp32 network in eval mode, from the shared numpy weights."""
@@ -277,7 +283,7 @@ class InferenceModule(Protocol):
 
 @runtime_checkable
 class OperatorModule(Protocol):
-    """`harness/operators/<framework>.py`."""
+    """`harness/scenarios/operator/<framework>.py`."""
 
     def build(self, op: str, shape: dict, dtype: str, direction: str, ctx: CellContext,
               arrays: dict) -> tuple[Callable[[], Any], Callable[[], None]]:
@@ -292,7 +298,8 @@ class DatasetModule(Protocol):
     FOLDER: str             # the folder name under a data dir (laid out like ../shared/data)
     FILES: dict[str, str]   # {file name: pinned sha256}
     URLS: dict[str, str]    # {file name: download URL}
-    # Whether a profile's val_samples / eval_samples (harness/matrix.toml) cuts what a model's evaluate("val") reads
+    # Whether a profile's val_samples / eval_samples (harness/config/matrix.toml) cuts what a model's evaluate("val")
+    # reads
     # from this dataset (False for a fixed split that the models always read whole, as Cora's 500 validation nodes).
     EVAL_LIMITED: bool
 

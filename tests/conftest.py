@@ -48,7 +48,7 @@ def shared_data():
 def write_matrix(path: Path, *, epochs: int = 5, timeout_s: int = 600, frameworks=("pytorch",),
                  modes=("eager",), extra: str = "") -> Path:
     """A small matrix file of the real format: GCN only, few epochs."""
-    text = (REPO / "harness" / "matrix.toml").read_text()
+    text = (REPO / "harness" / "config" / "matrix.toml").read_text()
     text = text.replace("profile.quick = { epochs = 30 }", f"profile.quick = {{ epochs = {epochs} }}")
     head, _, rest = text.partition("[profiles.quick]")
     # The other profiles stay (model tables name them); only the quick profile is replaced.
@@ -76,7 +76,7 @@ def with_quick_pynative(text: str) -> str:
 
 
 def quick_pynative_matrix(path: Path) -> Path:
-    path.write_text(with_quick_pynative((REPO / "harness" / "matrix.toml").read_text()))
+    path.write_text(with_quick_pynative((REPO / "harness" / "config" / "matrix.toml").read_text()))
     return path
 
 

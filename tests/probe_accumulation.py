@@ -11,10 +11,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from harness import matrix  # noqa: E402
-from harness.cell import Cell  # noqa: E402
-from harness.inprocess import set_up  # noqa: E402
-from harness.spec import model_spec  # noqa: E402
+from harness.config import matrix  # noqa: E402
+from harness.config.cell import Cell  # noqa: E402
+from harness.config.spec import model_spec  # noqa: E402
+from harness.launch.inprocess import set_up  # noqa: E402
 
 # Small enough for seconds a step on one core; lr 1e-3 so that a step moves the weights well above fp32's rounding.
 SMALL = {"layers": 1, "hidden": 32, "heads": 2, "intermediate": 64, "dropout": 0.0, "lr": 1e-3, "warmup_steps": 1}

@@ -10,10 +10,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from harness import matrix  # noqa: E402
-from harness.cell import Cell  # noqa: E402
-from harness.inprocess import set_up  # noqa: E402
-from harness.spec import model_spec  # noqa: E402
+from harness.config import matrix  # noqa: E402
+from harness.config.cell import Cell  # noqa: E402
+from harness.config.spec import model_spec  # noqa: E402
+from harness.launch.inprocess import set_up  # noqa: E402
 
 
 def main(model: str, framework: str, mode: str, out: str) -> None:

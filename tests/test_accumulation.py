@@ -1,4 +1,4 @@
-"""Gradient accumulation: a cell the device cannot hold takes its batch in micro-batches (harness.devicememory.plan),
+"""Gradient accumulation: a cell the device cannot hold takes its batch in micro-batches (harness.devices.memory.plan),
 and its update is the whole batch's.
 
 - The step: BERT (small, dropout off, synthetic data) trained two optimiser steps with each batch in 2 and 4
@@ -21,11 +21,12 @@ import sys
 import numpy as np
 import pytest
 
-from harness import devicememory, platforms
+from harness.config.matrix import load
+from harness.devices import memory as devicememory
 from harness.errors import HarnessError
 from harness.frameworks import backend
-from harness.host import Host
-from harness.matrix import load
+from harness.host import platforms
+from harness.host.plan import Host
 from tests.conftest import REPO, harness
 
 BERT = "model/bert/pytorch/eager/amp-off/1dev"

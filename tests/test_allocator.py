@@ -1,4 +1,4 @@
-"""The allocator each cell's process gets (harness/allocator.py): the choice, its environment, that the preload
+"""The allocator each cell's process gets (harness/host/allocator.py): the choice, its environment, that the preload
 really takes effect in a child process, and the one-line errors for a bad HARNESS_ALLOCATOR."""
 
 import os
@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from harness import allocator
 from harness.errors import HarnessError
+from harness.host import allocator
 
 
 @pytest.fixture
@@ -105,7 +105,7 @@ def test_the_preload_is_in_the_child_process(name, monkeypatch):
 
 
 def test_env_json_names_the_allocator_of_model_and_of_operator_cells(libs):
-    from harness import envinfo
+    from harness.host import envinfo
 
     (libs / "libtcmalloc_minimal.so.4").write_bytes(b"")
     got = envinfo.capture(probe_frameworks=False)["allocators"]

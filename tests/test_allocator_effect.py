@@ -1,10 +1,10 @@
 """What a host without tcmalloc changes, measured: docs/runs/allocator holds the quick profile's operator cells and
 C1's model cells under each allocator configuration, two runs each on one host; effect.json sums them up for the
-check and the report's banner, which quote it (harness.configdiff reads it with the standard library only)."""
+check and the report's banner, which quote it (harness.host.configdiff reads it with the standard library only)."""
 
 import json
 
-from harness import allocator_effect, configdiff
+from harness.host import allocator_effect, configdiff
 
 
 def test_the_summary_is_what_the_committed_runs_give():
@@ -35,14 +35,14 @@ def test_the_check_and_the_banner_quote_the_measured_runs():
 
 
 def test_a_host_on_another_cpu_is_told_so(monkeypatch):
-    import harness.envinfo
+    import harness.host.envinfo
     from harness.preflight import NOTE, PASS, checks_allocator
 
     data = json.loads(allocator_effect.SUMMARY.read_text())
-    monkeypatch.setattr(harness.envinfo, "cpu_model", lambda: data["runs"][0]["cpu"])
+    monkeypatch.setattr(harness.host.envinfo, "cpu_model", lambda: data["runs"][0]["cpu"])
     row = checks_allocator.cpu_row()
     assert row.verdict == NOTE and row.ok() and data["expected"]["cpu"] in row.needed
     assert "Figure 5: " in row.note and "outside the expected run's intervals" in row.note
-    monkeypatch.setattr(harness.envinfo, "cpu_model", lambda: data["expected"]["cpu"])
+    monkeypatch.setattr(harness.host.envinfo, "cpu_model", lambda: data["expected"]["cpu"])
     monkeypatch.setattr(checks_allocator.os, "cpu_count", lambda: 2)
     assert checks_allocator.cpu_row().verdict == PASS

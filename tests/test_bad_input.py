@@ -18,7 +18,7 @@ import pytest
 from harness.data import cora
 from tests.conftest import REPO
 
-MATRIX = (REPO / "harness" / "matrix.toml").read_text()
+MATRIX = (REPO / "harness" / "config" / "matrix.toml").read_text()
 RESULT = {"schema": 1, "cell": "model/gcn/pytorch/eager/amp-off/1dev", "repeat": 0, "kind": "model", "model": "gcn",
           "framework": "pytorch", "mode": "eager", "amp": "off", "devices": 1, "status": "ok", "platform": "cpu",
           "synthetic": True, "mean_throughput_other_epochs": 1234.5, "first_epoch_throughput": 1000.0}

@@ -516,7 +516,7 @@ def test_rules_on_a_real_quick_run_follow_its_numbers():
 
 
 def write_fixture(run: str) -> None:
-    from harness.store import RunStore
+    from harness.results.store import RunStore
 
     rows = [{k: r.get(k) for k in KEEP if k in r} for r in RunStore(run).results()]
     for r in rows:
@@ -640,7 +640,7 @@ def test_c5_with_repeats_has_the_interval_of_a_ratio_of_two_efficiencies():
 
 
 def test_quotient_interval_is_ratio_interval_for_one_sample_a_side():
-    from harness import measure
+    from harness.results import measure
     a, b = measure.Sample((10.0, 12.0, 11.0)), measure.Sample((5.0, 6.5, 5.5))
     assert measure.quotient_interval((a,), (b,)) == measure.ratio_interval(a, b)
     lo, hi = measure.quotient_interval((a,))          # one median's interval: within the repeats' range

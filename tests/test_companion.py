@@ -4,8 +4,9 @@ import json
 
 import pytest
 
-from harness import matrix, report
+from harness.config import matrix
 from harness.errors import HarnessError
+from harness.report import build as report
 from tests.conftest import harness
 from tests.test_report import _write_run
 
@@ -80,7 +81,7 @@ def test_the_report_puts_each_study_beside_this_run_with_its_hardware(tmp_path):
 
 
 def test_s1_bert_ratio_sits_beside_this_runs_with_its_caveat():
-    from harness.companion import s1_ratio_rows
+    from harness.report.companion import s1_ratio_rows
 
     training = [{"model": "bert", "framework": "pytorch", "mode": "eager", "amp": "off", "wall_s": 20.0},
                 {"model": "bert", "framework": "mindspore", "mode": "graph", "amp": "off", "wall_s": 30.0},

@@ -5,7 +5,8 @@ and `harness report A B` labels two such runs apart instead of merging them as r
 import json
 import shutil
 
-from harness import configdiff, report
+from harness.host import configdiff
+from harness.report import build as report
 from tests.conftest import REPO
 
 TARGET = REPO / "docs" / "runs" / "cpu-target"

@@ -278,7 +278,7 @@ def test_a_mirror_of_another_scheme_is_refused_in_one_line(tmp_path, monkeypatch
 def test_run_turns_an_oserror_about_the_data_folder_into_one_line(tmp_path, monkeypatch, capsys):
     """An OSError from under --data-dir that escapes the data helpers (a folder gone unreadable mid-run) is the data
     folder's one line, not a traceback; one about another file names it."""
-    from harness import runner
+    from harness.launch import runner
 
     data_dir = tmp_path / "data"
     errors = iter([OSError(errno.ENOSPC, "No space left on device", str(data_dir / "cifar10" / "x")),

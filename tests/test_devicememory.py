@@ -1,6 +1,7 @@
-"""Device memory (harness.devicememory): the device table and its headroom rule, a cell too large for the device
+"""Device memory (harness.devices.memory): the device table and its headroom rule, a cell too large for the device
 skipped before anything runs (the device's memory faked), `harness list` / `harness estimate` printing which cells
-fit, and the committed predictions (harness/devicememory.json) kept current: every model's sizes and code against
+fit, and the committed predictions (harness/devices/devicememory.json) kept current: every model's sizes and code
+against
 the fingerprint it was predicted for, and the CPU-side prediction re-derived and pinned to the byte for the models
 that trace in seconds (GCN, the GRU, ResNet50); BERT-base's trace takes minutes on 2 cores and runs with
 HARNESS_MEMORY_PIN=all."""
@@ -12,9 +13,13 @@ from dataclasses import replace
 
 import pytest
 
-from harness import cli, devicememory, devicequery, envinfo, platforms, runner
+from harness import cli
+from harness.config.matrix import load
+from harness.devices import memory as devicememory
+from harness.devices import query as devicequery
 from harness.errors import HarnessError
-from harness.matrix import load
+from harness.host import envinfo, platforms
+from harness.launch import runner
 from tests.conftest import REPO, SHARED_DATA, harness
 
 sys.path.insert(0, str(REPO / "tools"))
@@ -103,7 +108,7 @@ def test_a_cell_too_large_for_the_device_is_skipped_before_it_runs(a_gpu_of, mon
     skipped = results[BERT]
     assert skipped["status"] == "skipped"
     assert skipped["reason"] == (f"predicted to need {need:.1f} GiB of device memory (PyTorch eager, traced; "
-                                 f"harness/devicememory.json), more than 90% of this device's 1.0 GiB, and with "
+                                 f"harness/devices/devicememory.json), more than 90% of this device's 1.0 GiB, and with "  # noqa: E501
                                  f"gradient accumulation even a micro-batch of 1 is predicted at {one.gib:.1f} GiB "
                                  f"({one.basis}); run it on a device of at least {one.gib / 0.9:.1f} GiB "
                                  f"({_smallest(one.gib)} or larger), in micro-batches, or with "

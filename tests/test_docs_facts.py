@@ -1,4 +1,4 @@
-"""The facts several pages state come from one source each (harness.docs_facts, harness.docs_gpu), and reproduce.sh's
+"""The facts several pages state come from one source each (harness.docs.facts, harness.docs.gpu), and reproduce.sh's
 own words agree with it: the default profile of each platform, the repeats of each profile, the options its usage
 line names. What ran where follows the committed runs: a run that holds what was never run turns its row around."""
 
@@ -11,8 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from harness import docs, docs_facts, docs_gpu, matrix
-from harness.docs_render import Run
+from harness.config import matrix
+from harness.docs import blocks as docs
+from harness.docs import facts as docs_facts
+from harness.docs import gpu as docs_gpu
+from harness.docs.render import Run
 from tests.conftest import REPO
 
 SCRIPT = REPO / "reproduce.sh"

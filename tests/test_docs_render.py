@@ -1,4 +1,4 @@
-"""Numbers from runs are rendered into the docs (harness.docs), never typed, and this test keeps them current:
+"""Numbers from runs are rendered into the docs (harness.docs.blocks), never typed, and this test keeps them current:
 a block edited by hand, or a committed run folder that changed, fails `test_committed_docs_are_current` until
 `python -m harness docs --write`. tools/publish_run.py leaves no machine path and no symlink in a published folder,
 and never changes a result's numbers."""
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import docs
+from harness.docs import blocks as docs
 from harness.errors import HarnessError
 from tests.conftest import REPO, harness
 
@@ -157,7 +157,7 @@ def test_publish_leaves_no_machine_path_and_keeps_the_numbers(tmp_path):
     meta = json.loads((dest / "run.json").read_text())
     argv = meta["invocations"][0]["argv"]
     assert argv[argv.index("--out") + 1] == "DIR" and argv[argv.index("--data-dir") + 1] == "DATA"
-    assert meta["matrix"] == "harness/matrix.toml"
+    assert meta["matrix"] == "harness/config/matrix.toml"
 
     results = sorted(p.relative_to(src) for p in src.glob("cells/**/r*.json") if publish_run.RESULT.match(p.name))
     assert results and results == sorted(p.relative_to(dest) for p in dest.glob("cells/**/r*.json")

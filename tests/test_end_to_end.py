@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from harness import matrix, profiling
+from harness import profiling
+from harness.config import matrix
 from tests.conftest import SHARED_DATA, harness
 
 CONTRACT = {"cell", "kind", "model", "framework", "mode", "amp", "devices", "status", "reason", "metric", "target",

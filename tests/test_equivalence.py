@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-from harness import matrix
+from harness.config import matrix
 from harness.frameworks import backend
 from tests.conftest import REPO
 

@@ -1,8 +1,9 @@
 """`harness estimate` for a booking says what it rests on: a range from the planned repeats (MindSpore at each model's
 smallest CPU ratio to PyTorch) to every comparison at the profile's max_repeats (at the largest), the cells a device
 cannot hold left out as the run leaves them out, the device factor from the two devices' own measurements where both
-have them and else by the stated rule (harness.devicescale), MindSpore priced from its CPU ratio to PyTorch and said to
-be a weak proxy (harness.frameworkratio), per model how many cells rest on a measured cell of the same model,
+have them and else by the stated rule (harness.estimate.devicescale), MindSpore priced from its CPU ratio to PyTorch
+and said to
+be a weak proxy (harness.estimate.frameworkratio), per model how many cells rest on a measured cell of the same model,
 precision and device kind, and, on their own lines, what the booking costs besides the cells."""
 
 import json
@@ -10,8 +11,11 @@ from functools import cache
 
 import pytest
 
-from harness import booking, cli, devicememory, devicescale, estimate, frameworkratio, stepmodel
-from harness import matrix as matrix_mod
+from harness import cli
+from harness.config import matrix as matrix_mod
+from harness.devices import memory as devicememory
+from harness.estimate import booking, devicescale, frameworkratio, stepmodel
+from harness.estimate import runtime as estimate
 from harness.profiling.peaks import kind
 from tests.conftest import REPO
 

@@ -2,7 +2,8 @@
 
 The toy model (tests/fixtures/toy/model/, copied to harness/models/toy/) and the toy dataset
 (tests/fixtures/toy/toyblobs.py, copied to harness/data/toyblobs.py) plus the toy's matrix entry
-(tests/fixtures/toy/matrix_entry.toml, appended to harness/matrix.toml, and `toy` in the quick profile's models) are
+(tests/fixtures/toy/matrix_entry.toml, appended to harness/config/matrix.toml, and `toy` in the quick profile's models)
+are
 all that differs from this checkout. In that tree the toy passes the contract, equivalence and reference tests, runs a
 quick cell in each framework and mode on its real (written) data, writes event logs that MLPerf's checker accepts, and
 is among the cells the image checks run. Taking away any one part makes `harness list` and `harness run` stop in one
@@ -38,7 +39,7 @@ def add_toy(root: Path) -> None:
     """The toy model's folder, the toy dataset's file and the toy's matrix entry, into the tree at root."""
     shutil.copytree(TOY / "model", root / "harness" / "models" / "toy", ignore=_ignore)
     shutil.copy(TOY / "toyblobs.py", root / "harness" / "data" / "toyblobs.py")
-    matrix = root / "harness" / "matrix.toml"
+    matrix = root / "harness" / "config" / "matrix.toml"
     text, n = QUICK_MODELS.subn(lambda m: f'{m.group(1)}{m.group(2)}, "toy"]', matrix.read_text(), count=1)
     assert n == 1, "the quick profile's models line moved: update QUICK_MODELS"
     matrix.write_text(text + (TOY / "matrix_entry.toml").read_text())
@@ -78,7 +79,7 @@ def test_the_toy_is_a_folder_a_file_and_a_matrix_entry(tree):
     ours, theirs = files(REPO), files(tree)
     assert set(theirs) - set(ours) == TOY_FILES
     assert set(ours) - set(theirs) == set()
-    assert {p for p in ours if ours[p] != theirs[p]} == {"harness/matrix.toml"}
+    assert {p for p in ours if ours[p] != theirs[p]} == {"harness/config/matrix.toml"}
 
 
 def test_the_toy_passes_the_contract_equivalence_and_reference_tests(tree):

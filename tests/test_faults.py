@@ -1,4 +1,4 @@
-"""Faults a long run meets (harness/faults.py): a full disk, a read-only run folder, the data folder vanishing
+"""Faults a long run meets (harness/launch/faults.py): a full disk, a read-only run folder, the data folder vanishing
 mid-run, a report folder that cannot be written. Each ends with exit code 2 and one line (`error: ...`) naming the
 file and the fix, no traceback; nothing already measured is lost (the results written before the fault are byte for
 byte the same, no half-written or temporary file is left), the cell that could not be written is not recorded as
@@ -22,8 +22,10 @@ from pathlib import Path
 
 import pytest
 
-from harness import cli, envinfo, faults, runner
-from harness.store import write_atomic
+from harness import cli
+from harness.host import envinfo
+from harness.launch import faults, runner
+from harness.results.store import write_atomic
 from tests.conftest import write_matrix
 
 FIRST, SECOND = "model/gcn/pytorch/eager/amp-off/1dev", "model/gcn/mindspore/graph/amp-off/1dev"

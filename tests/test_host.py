@@ -1,4 +1,5 @@
-"""harness.host.Host: one object says whether a cell runs on this host, for all three kinds of reason (a [[skip]] rule,
+"""harness.host.plan.Host: one object says whether a cell runs on this host, for all three kinds of reason (a [[skip]]
+rule,
 a framework this Python lacks, too few devices), and the runner and `harness list --platform` give its answer alike.
 The host is faked where the answer depends on it: a framework hidden from importlib.util.find_spec (the way a missing
 install looks; nothing is imported), and the devices a platform shows through platforms.visible_devices."""
@@ -9,11 +10,13 @@ import sys
 
 import pytest
 
-from harness import cli, envinfo, platforms, runner
-from harness.host import Host
-from harness.matrix import load
+from harness import cli
+from harness.config.matrix import load
+from harness.host import envinfo, platforms
+from harness.host.plan import Host
+from harness.launch import runner
 
-RULE = "quick profile on a CPU: mixed precision there"   # harness/matrix.toml's [[skip]] rule, its why's start
+RULE = "quick profile on a CPU: mixed precision there"   # harness/config/matrix.toml's [[skip]] rule, its why's start
 GCN_MS = "model/gcn/mindspore/graph/amp-off/1dev"
 GCN_PT = "model/gcn/pytorch/eager/amp-off/1dev"
 RESNET_AMP = "model/resnet50/pytorch/eager/amp-O2/1dev"

@@ -1,4 +1,5 @@
-"""The host's noise, read from a sweep's turn groups (harness.hostnoise): a group taken in a contended stretch is left
+"""The host's noise, read from a sweep's turn groups (harness.results.hostnoise): a group taken in a contended stretch
+is left
 out of its configuration's ratio and counted, the precision rule replaces it, and a configuration's interval assumes
 at least the run's spread between groups."""
 
@@ -8,8 +9,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from harness import hostnoise, measure
 from harness.claims.operators import paired_ratios
+from harness.results import hostnoise, measure
 
 RECORD = {"kind": "operator", "status": "ok", "op": "linear", "dtype": "fp32", "direction": "fwd", "params": 100,
           "platform": "cpu"}

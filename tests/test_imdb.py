@@ -5,10 +5,10 @@ import tarfile
 import numpy as np
 import pytest
 
+from harness.config.spec import ProfileSettings
 from harness.data import fixtures, imdb
 from harness.errors import HarnessError
 from harness.models import lstm
-from harness.spec import ProfileSettings
 
 
 def test_the_official_tarball_is_verified_and_read(tmp_path, monkeypatch):

@@ -8,8 +8,9 @@ import sys
 import numpy as np
 import pytest
 
-from harness import inference, matrix
+from harness.config import matrix
 from harness.frameworks import backend
+from harness.scenarios.inference import nets as inference
 from tests.conftest import REPO, harness
 
 

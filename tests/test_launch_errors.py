@@ -1,4 +1,5 @@
-"""A failed cell's reason is the error itself (harness.launch.last_error, own_error): the line that names it, with a
+"""A failed cell's reason is the error itself (harness.launch.process.last_error, own_error): the line that names it,
+with a
 CUDA kernel's failed assertion where there is one, never the advice a framework prints after it.
 
 tests/fixtures/h200_bert_device_assert.log is the tail of a real cell's log: BERT-base at batch 256 x 128 on an
@@ -7,7 +8,7 @@ PROJECT)."""
 
 from pathlib import Path
 
-from harness import launch
+from harness.launch import process as launch
 
 FIXTURE = Path(__file__).parent / "fixtures" / "h200_bert_device_assert.log"
 CUDA_ASSERT = ("torch.AcceleratorError: CUDA error: device-side assert triggered; vectorized_gather_kernel: Assertion "

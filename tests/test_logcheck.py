@@ -1,4 +1,5 @@
-"""Event logs in MLPerf's format (harness/eventlog.py, harness/mlperf.py) and MLPerf's own compliance checker on them
+"""Event logs in MLPerf's format (harness/results/eventlog.py, harness/results/mlperf.py) and MLPerf's own compliance
+checker on them
 (harness/logcheck): a real quick GCN run through the runner passes it, a log broken on purpose fails it, the
 harness's checker config keeps the ruleset's common rules, and run folders written before the change are still
 read (or refused in one line where they cannot be)."""
@@ -16,12 +17,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness import eventlog, logcheck
-from harness.cell import Cell
+from harness import logcheck
+from harness.config.cell import Cell
+from harness.config.spec import ModelSpec
+from harness.launch.progress import EpochLines
 from harness.models import model_package
-from harness.progress import EpochLines
+from harness.results import eventlog
 from harness.scenarios import training
-from harness.spec import ModelSpec
 from tests.conftest import REPO, harness, write_matrix
 
 CELL = "model/gcn/pytorch/eager/amp-off/1dev"
@@ -150,7 +152,7 @@ def test_every_workload_has_a_rules_file_that_replaces_no_order_check():
     except eval_accuracy (whose order common.yaml checks at eval_stop), repeating the ruleset's check on it."""
     import tomllib
 
-    models = set(tomllib.loads((REPO / "harness" / "matrix.toml").read_text())["models"])
+    models = set(tomllib.loads((REPO / "harness" / "config" / "matrix.toml").read_text())["models"])
     state: dict = {}
     _, begin = _rules(logcheck.CONFIG)
     exec(begin["BEGIN"]["CODE"], {"s": state}, {"config_file": str(logcheck.CONFIG)})  # noqa: S102
@@ -165,7 +167,7 @@ def test_every_workload_has_a_rules_file_that_replaces_no_order_check():
         assert set(_checks(theirs["eval_accuracy"])) <= set(_checks(keys["eval_accuracy"])), model
 
 
-@pytest.mark.parametrize("model", sorted(tomllib.loads((REPO / "harness" / "matrix.toml").read_text())["models"]))
+@pytest.mark.parametrize("model", sorted(tomllib.loads((REPO / "harness" / "config" / "matrix.toml").read_text())["models"]))
 def test_the_logged_optimiser_is_the_one_the_model_code_builds(model):
     folder = REPO / "harness" / "models" / model
     pt, ms = (folder / "pytorch.py").read_text(), (folder / "mindspore.py").read_text()
@@ -202,7 +204,7 @@ def test_the_event_log_writes_its_file_only_flushed_and_fails_loudly(tmp_path, c
     monkeypatch.setattr(b._f, "write", full)
     with pytest.raises(OSError) as e:
         b.log(eventlog.RUN_STOP, event_type=eventlog.END, status=eventlog.SUCCESS)
-    assert e.value.errno == errno.ENOSPC  # the disk's error, which harness.faults knows
+    assert e.value.errno == errno.ENOSPC  # the disk's error, which harness.launch.faults knows
     monkeypatch.undo()
     a.close()
     b.close()

@@ -1,8 +1,8 @@
 import pytest
 
-from harness import matrix
+from harness.config import matrix
+from harness.config.spec import model_spec
 from harness.errors import HarnessError
-from harness.spec import model_spec
 
 
 def test_quick_profile_has_every_mode_and_amp_level_of_gcn():

@@ -1,10 +1,13 @@
-"""harness/measure.py, the one measurement type: statistics over a cell's ok repeats, one rule for a repeat that
+"""harness/results/measure.py, the one measurement type: statistics over a cell's ok repeats, one rule for a repeat that
 never reached its target, and the claims, the report and its companion section reading the same numbers.
 (tools/compare_outputs.py renders everything for the quick fixture and its subsets to diff two versions.)"""
 
 import pytest
 
-from harness import claims, companion, measure, report
+from harness import claims
+from harness.report import build as report
+from harness.report import companion
+from harness.results import measure
 from tests.test_report import _write_run
 
 

@@ -1,4 +1,4 @@
-"""The report's "device memory: predicted vs measured" table (harness.memory_measured): an accelerator run's cell
+"""The report's "device memory: predicted vs measured" table (harness.report.memory_measured): an accelerator run's cell
 beside its CPU-side prediction, a CPU run named as not measured, a cell at other sizes not compared, and the
 committed GPU runs (recorded before the reserved peak was) still read."""
 
@@ -6,9 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from harness import devicememory, memory_measured, report
-from harness.matrix import load
-from harness.store import RunStore, write_json_atomic
+from harness.config.matrix import load
+from harness.devices import memory as devicememory
+from harness.report import build as report
+from harness.report import memory_measured
+from harness.results.store import RunStore, write_json_atomic
 
 REPO = Path(__file__).resolve().parent.parent
 RESNET = "model/resnet50/pytorch/eager/amp-off/1dev"

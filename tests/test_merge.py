@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import report
 from harness.errors import HarnessError
+from harness.report import build as report
 from tests.conftest import harness
 
 FIXTURE = Path(__file__).parent / "fixtures" / "h200_two_profiles"

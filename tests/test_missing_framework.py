@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from harness import platforms
+from harness.host import platforms
 from tests.conftest import REPO, write_matrix
 from tests.test_reproduce import run as run_reproduce
 

@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
+from harness.config.spec import ProfileSettings
 from harness.data import multi30k
 from harness.models import gru
-from harness.spec import ProfileSettings
 from tests.conftest import SHARED_DATA
 
 HP = {"min_freq": 2, "max_len": 40}

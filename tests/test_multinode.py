@@ -17,9 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from harness import cellid, launch
+from harness.config import cellid
+from harness.config.matrix import load
 from harness.errors import HarnessError
-from harness.matrix import load
+from harness.launch import process as launch
 from tests.conftest import REPO, harness, write_matrix
 
 sys.path.insert(0, str(REPO / "tools"))
@@ -183,7 +184,7 @@ def test_a_dead_rank_ends_every_nodes_runner_naming_the_node_and_rank(tmp_path, 
     saw; both runners end within bound_s (measured on the 2-core machine: PyTorch gloo 1-3 s, msrun's scheduler
     about 35 s), exit 1, leave no worker behind and no traceback on the runner's output. PyTorch's cell then
     finishes with --resume on both."""
-    matrix = (REPO / "harness" / "matrix.toml").read_text().replace(
+    matrix = (REPO / "harness" / "config" / "matrix.toml").read_text().replace(
         "profile.quick = { epochs = 2, train_samples = 32,", "profile.quick = { epochs = 500, train_samples = 32,")
     (tmp_path / "long.toml").write_text(matrix)
     cell = f"scaling/resnet50/{setting}/amp-off/2x1dev"
@@ -236,7 +237,7 @@ def _cmdline_has(proc: Path, needle: bytes) -> bool:
 
 
 def test_a_multi_node_cell_needs_its_devices_per_node_on_each_host():
-    from harness.host import Host
+    from harness.host.plan import Host
 
     cell = next(c for c in load().expand("quick", nodes=2) if c.id.endswith("pytorch/eager/amp-off/2x2dev"))
     assert Host("cuda", "quick", 2, {}, load()).verdict(cell) is None        # 4 devices over 2 hosts of 2

@@ -6,8 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness import cellid, matrix, measure, operators
 from harness.claims import INCONCLUSIVE, TIE_RATIO
+from harness.config import cellid, matrix
+from harness.results import measure
+from harness.scenarios.operator import ops as operators
 from tests.conftest import quick_pynative_matrix
 from tests.test_claims import claim, op, paper_world
 
@@ -161,8 +163,8 @@ def _waiting_thread_in_a_thread(cores: set[int]) -> tuple[int, dict]:
     import os
     import threading
 
-    from harness.context import CellContext
-    from harness.operators import mindspore as ms_ops
+    from harness.launch.context import CellContext
+    from harness.scenarios.operator.ops import mindspore as ms_ops
 
     ctx = CellContext(cell=None, platform="cpu", repeat=0, data_folder=None, synthetic=True)
     seen = {}
@@ -263,7 +265,7 @@ def test_a_process_with_fast_s_is_taken_at_the_fast_quantile_of_its_blocks():
 
 
 def test_a_wide_operator_ratio_asks_for_one_more_process_of_both_cells_up_to_its_cap():
-    from harness import sequential
+    from harness.launch import sequential
 
     class Ratio:   # harness.claims.operators.OpRatio's fields the rule reads
         def __init__(self, ratio, replicates, cells, groups=None):
@@ -286,7 +288,8 @@ def test_a_wide_operator_ratio_asks_for_one_more_process_of_both_cells_up_to_its
     asked = sequential.precision_requests([narrow], counts, 4, set(cells))
     assert len(asked) == 1 and asked[0].n == 2 and "fewer than 3 repeats" in asked[0].why()
     assert sequential.precision_requests([narrow], counts, 2, set(cells)) == [], "the cap still holds"
-    # timed by turns: the groups the ratio is taken over count, so a group left out (harness.hostnoise) is replaced
+    # timed by turns: the groups the ratio is taken over count, so a group left out (harness.results.hostnoise) is
+    # replaced
     left = Ratio(0.5, np.linspace(0.49, 0.51, 101), cells, groups=2)
     asked = sequential.precision_requests([left], three, 4, set(cells))
     assert len(asked) == 1 and asked[0].n == 2
@@ -321,8 +324,8 @@ def test_the_quick_profile_bounds_figure_5s_extra_groups_by_a_budget_of_operator
 def test_the_runners_budget_estimates_a_process_from_the_operator_results_that_measured_one(monkeypatch):
     """An operator result with no elapsed time (resumed from an older run, or failed before its clock) is left out
     of the estimate of one process's cost, not counted as a 0 s process that would let the budget hold more."""
-    from harness import runner, sequential, turns
-    from harness.store import RunStore
+    from harness.launch import runner, sequential, turns
+    from harness.results.store import RunStore
 
     results = [r for r in RunStore("docs/runs/cpu-quick").results() if r.get("kind") == "operator"]
     assert len(results) >= 24

@@ -9,7 +9,10 @@ import time
 import numpy as np
 import pytest
 
-from harness import allocator, measure, operators, turns
+from harness.host import allocator
+from harness.launch import turns
+from harness.results import measure
+from harness.scenarios.operator import ops as operators
 from tests.conftest import harness, quick_pynative_matrix
 
 
@@ -57,10 +60,12 @@ def test_one_configuration_in_both_frameworks_through_the_runner(tmp_path):
     for r in results:
         assert r["status"] == "ok" and r["kind"] == "operator" and r["op"] == "linear"
         assert r["params"] == 64 * 512 + 512 and r["dtype"] == "fp32" and r["direction"] == "fwd"
-        # the process's time is the fast quantile of its blocks (harness.measure.fast_time), the median beside it
+        # the process's time is the fast quantile of its blocks (harness.results.measure.fast_time), the median beside
+        # it
         assert 0 < r["fast_s"] <= r["median_s"] and r["iqr_s"] >= 0 and r["throughput"] == 64 / r["fast_s"]
         assert r["fast_s"] == pytest.approx(float(np.quantile(r["block_times_s"], measure.FAST_QUANTILE)))
-        # every operator process on a CPU at the same addresses (harness.operators.fixed_layout), where the kernel
+        # every operator process on a CPU at the same addresses (harness.scenarios.operator.ops.fixed_layout), where
+        # the kernel
         # lets a process turn randomisation off (a container's seccomp profile may not)
         assert r["settings"]["address_randomisation"] == ("off" if _layout_can_be_fixed() else
                                                           "on (personality() refused)")
@@ -78,13 +83,13 @@ def test_one_configuration_in_both_frameworks_through_the_runner(tmp_path):
         assert used == allocator.choose(r["framework"], kind="operator")[0]
         assert used == "tcmalloc" or not allocator.find_library("tcmalloc"), r["process_env"]
     # one process per cell and repeat; a repeat's three cells alive at once, timing one block each in turn
-    # (harness.turns): one group per repeat, each cell with its place in it and the group's rounds of blocks
+    # (harness.launch.turns): one group per repeat, each cell with its place in it and the group's rounds of blocks
     for k in (0, 1):
         group = [r for r in results if r["repeat"] == k]
         assert len({r["turns"]["group"] for r in group}) == 1 and len(group) == 3
         assert sorted(r["turns"]["position"] for r in group) == [0, 1, 2]
         assert all(r["turns"]["rounds"] == turns.ROUNDS == len(r["block_times_s"]) for r in group)
-        # the host memory's state just before each block (harness.turns.Probe), kept with the blocks
+        # the host memory's state just before each block (harness.launch.turns.Probe), kept with the blocks
         assert all(len(r["probe_s"]) == turns.ROUNDS and min(r["probe_s"]) > 0 for r in group)
         # each process imported its framework on any core, then confined every thread to the operator's one core
         assert all(r["settings"]["cpu_cores"] == [min(os.sched_getaffinity(0))] for r in group)

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 import torch
 
-from harness import matrix
+from harness.config import matrix
 from harness.models._pytorch import device_batches, optimizer_options, prefetch_depth
 
 # Every model with a host pipeline; GCN is full-batch, its graph on the device from the start.
@@ -27,9 +27,9 @@ MODELS = ("resnet50", "googlenet", "gru", "lstm", "bert")
 
 
 def _workload(model: str):
-    from harness.cell import Cell
-    from harness.inprocess import set_up
-    from harness.spec import model_spec
+    from harness.config.cell import Cell
+    from harness.config.spec import model_spec
+    from harness.launch.inprocess import set_up
 
     m = matrix.load()
     spec = model_spec(m.data["models"][model], "quick")

@@ -5,7 +5,7 @@ the line that installs it. The run itself says the same line before it starts.""
 import subprocess
 import sys
 
-from harness import allocator
+from harness.host import allocator
 from harness.preflight import NOTE, PASS, checks_allocator
 from tests.conftest import REPO
 

@@ -1,8 +1,9 @@
 """Every profile's model cells at that profile's own sizes, on the CPU: one training step and the evaluation.
 
-For every profile of harness/matrix.toml and every distinct model size among its model and scaling cells (the
+For every profile of harness/config/matrix.toml and every distinct model size among its model and scaling cells (the
 framework, mode and AMP axes do not change a size; a scaling cell's per-device batch is its model cell's), the
-model's workload is built as a cell builds it (`harness.inprocess.set_up`, the model file's `build(ctx, data)`, the
+model's workload is built as a cell builds it (`harness.launch.inprocess.set_up`, the model file's `build(ctx, data)`,
+the
 training scenario's `_trainer`) at the profile's batch, sequence length, vocabulary, minimum frequency, buckets and
 dataset sizes (`train_samples`, `eval_samples`, `val_samples`, or the whole split), in PyTorch eager (every case)
 and MindSpore GRAPH (the models whose data feed indices into the network, one case per network shape: MS_INDEXED)
@@ -65,8 +66,8 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:  # run as a script: the harness from this checkout
     sys.path.insert(0, str(REPO))
 
-from harness import matrix  # noqa: E402
-from harness.spec import ModelSpec  # noqa: E402
+from harness.config import matrix  # noqa: E402
+from harness.config.spec import ModelSpec  # noqa: E402
 
 SHARED_DATA = Path(os.environ.get("HARNESS_SHARED_DATA", REPO.parent / "shared" / "data"))  # as tests/conftest.py
 FRAMEWORKS = (("pytorch", "eager"), ("mindspore", "graph"))
@@ -338,8 +339,8 @@ def _decode_last_in_full(greedy_decode, counts: dict):
 
 def run_case(case: Case, framework: str, mode: str, seed: int) -> dict:
     from harness import data as datasets
-    from harness.cell import Cell
-    from harness.inprocess import set_up
+    from harness.config.cell import Cell
+    from harness.launch.inprocess import set_up
     from harness.models import model_module
     from harness.scenarios import training
 

@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from harness import explain, profiling
+from harness import profiling
 from harness.frameworks import mindspore as ms_backend
 from harness.frameworks import pytorch as pt_backend
+from harness.report import explain
 
 FIXTURE = Path(__file__).parent / "fixtures" / "profile_ops_quick.json"
 # The ops a profiled pass ran on an NVIDIA H200 (PyTorch 2.11, cuDNN 9.19): ResNet50, the GRU and GCN at fp32.

@@ -117,7 +117,7 @@ def test_peaks_by_device_and_precision():
 
 
 def test_the_sentence_says_how_busy_the_device_was():
-    from harness import explain
+    from harness.report import explain
 
     dev = {"measured_busy_share": 0.29, "measured_wait_s": 0.017, "source": "torch.profiler", "verified": True}
     pt = {"per_step_s": {}, "step_wall_s": 0.024, "device": dev}

@@ -1,6 +1,6 @@
 """The prose of the reviewer's documents cannot drift from what ran, and their links lead somewhere.
 
-README.md, ARTIFACT.md and docs/platforms/*.md: every number written outside a rendered block (harness.docs keeps
+README.md, ARTIFACT.md and docs/platforms/*.md: every number written outside a rendered block (harness.docs.blocks keeps
 those equal to the committed runs: tests/test_docs_render.py) must be one of the cited figures of docs/figures.toml,
 each listed with its source. A figure whose source is a committed file (`file`) must still be in that file; one whose
 source is outside the repository (`cite`: the paper, a vendor's document) names it. A figure no document uses any

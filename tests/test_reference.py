@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import matrix
+from harness.config import matrix
 
 REPO = Path(__file__).resolve().parent.parent
 EPOCHS = 2
@@ -34,10 +34,10 @@ CASES = [(model, framework, mode) for model in matrix.load().data["models"] if m
 
 def _losses(model: str, framework: str, mode: str, amp: str) -> dict:
     """In this process: the harness workload's and the reference's losses over the first EPOCHS epochs."""
-    from harness.cell import Cell
-    from harness.inprocess import set_up
+    from harness.config.cell import Cell
+    from harness.config.spec import model_spec
+    from harness.launch.inprocess import set_up
     from harness.models import reference_module
-    from harness.spec import model_spec
 
     m = matrix.load()
     spec = model_spec(m.data["models"][model], "quick")

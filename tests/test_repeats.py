@@ -4,8 +4,8 @@ the others its `repeats`; `run --repeats N` sets every cell's; `--resume` runs o
 
 import pytest
 
-from harness import matrix as matrix_mod
 from harness.claims.models import compared_settings
+from harness.config import matrix as matrix_mod
 from harness.errors import HarnessError
 from tests.conftest import harness, write_matrix
 
@@ -70,7 +70,9 @@ def test_resume_with_more_repeats_runs_only_the_missing_ones(tmp_path):
 def test_figure4_draws_each_point_as_the_median_with_a_whisker_over_the_repeats(tmp_path, monkeypatch):
     import matplotlib.axes
 
-    from harness import figures, measure, report
+    from harness.report import build as report
+    from harness.report import figures
+    from harness.results import measure
     cell = "scaling/resnet50/pytorch/eager/amp-off/2dev"
     s = measure.summarise({"cell": cell, "status": "ok", "kind": "scaling", "model": "resnet50", "framework":
                            "pytorch", "mode": "eager", "amp": "off", "devices": 2, "global_throughput": g,

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import platforms, report
+from harness.host import platforms
+from harness.report import build as report
 from tests.conftest import REPO
 
 FIXTURE = Path(__file__).parent / "fixtures" / "results_quick.json"  # a real quick-profile run on the CI machine

@@ -280,7 +280,7 @@ def test_check_image_runs_a_cell_of_every_model_and_reads_every_dataset_in_the_i
     import re
     import sys
 
-    from harness import matrix as matrix_mod
+    from harness.config import matrix as matrix_mod
 
     sys.path.insert(0, str(REPO / "tools"))
     try:
@@ -491,7 +491,7 @@ def test_ci_walks_the_reviewers_path_under_real_runtimes():
 
 
 def test_the_help_gives_each_profiles_max_repeats_as_the_matrix_does():
-    from harness import matrix as matrix_mod
+    from harness.config import matrix as matrix_mod
 
     help_text = " ".join(subprocess.run(["bash", str(SCRIPT), "--help"], capture_output=True, text=True).stderr.split())
     m = matrix_mod.load()

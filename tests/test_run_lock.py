@@ -9,12 +9,12 @@ import time
 import pytest
 
 from harness.errors import HarnessError
-from harness.store import RunStore
+from harness.results.store import RunStore
 from tests.conftest import REPO
 
 HOLD = """
 import sys, time
-from harness.store import RunStore
+from harness.results.store import RunStore
 RunStore(sys.argv[1]).hold()
 print("held", flush=True)
 time.sleep(60)
@@ -45,7 +45,7 @@ def test_the_cells_a_runner_starts_do_not_hold_its_lock(tmp_path):
     try:
         store.release()   # the runner ends; its cell lives on
         time.sleep(0.1)
-        proc = subprocess.run([sys.executable, "-c", "import sys; from harness.store import RunStore; "
+        proc = subprocess.run([sys.executable, "-c", "import sys; from harness.results.store import RunStore; "
                                "RunStore(sys.argv[1]).hold()", str(tmp_path)], cwd=REPO, capture_output=True, text=True)
         assert proc.returncode == 0, proc.stderr
     finally:

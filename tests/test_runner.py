@@ -25,7 +25,7 @@ def _child_pids(spec: Path) -> list[int]:
             cmd = (proc / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if b"harness.child" in cmd and str(spec).encode() in cmd:
+        if b"harness.launch.child" in cmd and str(spec).encode() in cmd:
             pids.append(int(proc.name))
     return pids
 
@@ -121,10 +121,10 @@ def test_resume_refuses_a_run_of_another_platform(tmp_path):
 def test_cells_that_cannot_start_fail_with_their_reason_and_the_run_goes_on(tmp_path, monkeypatch):
     """A missing launcher (OSError from exec) or a back-end that raises while the cell is prepared: each is a
     failed cell with its reason; the run visits every cell and ends with exit code 1, no traceback."""
-    from harness import matrix as matrix_mod
-    from harness import runner
+    from harness.config import matrix as matrix_mod
     from harness.frameworks import mindspore as ms_backend
     from harness.frameworks import pytorch as pt_backend
+    from harness.launch import runner
 
     monkeypatch.setattr(pt_backend, "launch_argv", lambda *a, **k: [str(tmp_path / "no-such-launcher"), "x"])
 
@@ -157,6 +157,6 @@ def test_launchers_start_from_this_interpreter_not_from_path():
     from harness.frameworks import mindspore as ms_backend
     from harness.frameworks import pytorch as pt_backend
 
-    for backend, module in ((pt_backend, "torch.distributed.run"), (ms_backend, "harness.msrun")):
+    for backend, module in ((pt_backend, "torch.distributed.run"), (ms_backend, "harness.launch.msrun")):
         argv = backend.launch_argv(2, "/x/spec.json", 12345, "/x/logs", {})
         assert argv[:3] == [sys.executable, "-m", module]

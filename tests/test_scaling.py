@@ -43,7 +43,7 @@ def test_two_process_cells_are_ok_with_identical_weights_on_every_rank(scaling_r
 
 @pytest.mark.parametrize("framework, mode", [("pytorch", "eager")])   # msrun's dead rank: tests/test_multinode.py
 def test_a_rank_that_dies_fails_the_cell_with_every_ranks_log_and_leaves_no_process(tmp_path, framework, mode):
-    matrix = with_quick_pynative((REPO / "harness" / "matrix.toml").read_text()).replace(
+    matrix = with_quick_pynative((REPO / "harness" / "config" / "matrix.toml").read_text()).replace(
         "profile.quick = { epochs = 2, train_samples = 32,", "profile.quick = { epochs = 500, train_samples = 32,")
     (tmp_path / "m.toml").write_text(matrix)
     out = tmp_path / "run"

@@ -1,4 +1,5 @@
-"""Sequential repeats (harness/sequential.py): the rule on known ratios, which comparisons ask for more, the runner's
+"""Sequential repeats (harness/launch/sequential.py): the rule on known ratios, which comparisons ask for more, the
+runner's
 rounds, and the knobs of `harness run` and reproduce.sh."""
 
 import json
@@ -6,10 +7,10 @@ import subprocess
 
 import pytest
 
-from harness import matrix as matrix_mod
-from harness import sequential
 from harness.claims.common import CONTRADICTS, NOT_MEASURED, SUPPORTS, Claim, Part
 from harness.claims.paper import INCONCLUSIVE
+from harness.config import matrix as matrix_mod
+from harness.launch import sequential
 from tests.conftest import REPO, harness, write_matrix
 
 TRIALS = 200
@@ -40,7 +41,7 @@ def test_the_widening_at_two_repeats_brings_the_edge_miss_from_one_in_six_to_ear
     most EARLY_ERROR of the time (within simulation noise)."""
     import numpy as np
 
-    from harness import measure
+    from harness.results import measure
     rng = np.random.default_rng(3)
     plain = widened = 0
     draws = 1500
@@ -138,9 +139,9 @@ def test_reproduce_sh_passes_repeats_and_the_cap_through():
 
 
 def test_the_estimate_reads_the_reference_runs_cell_times_extra_rounds_and_time_outside_cells(tmp_path):
-    from harness import estimate
-    from harness.cell import Cell
-    from harness.store import RunStore, write_json_atomic
+    from harness.config.cell import Cell
+    from harness.estimate import runtime as estimate
+    from harness.results.store import RunStore, write_json_atomic
 
     ref = tmp_path / "runs" / "cpu-quick"
     store = RunStore(ref)

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import report
 from harness.profiling import peaks
+from harness.report import build as report
 
 FIXTURE = Path(__file__).parent / "fixtures" / "h200_two_profiles" / "gpuprobe"
 CELL = "model/resnet50/pytorch/eager/amp-off/1dev"

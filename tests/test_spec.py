@@ -1,4 +1,4 @@
-"""A cell's settings (harness/spec.py): frozen all the way down, the same after the child reads them back from
+"""A cell's settings (harness/config/spec.py): frozen all the way down, the same after the child reads them back from
 spec.json, and the one declaration of the matrix file's key types (matrix_check.py derives its tables from it)."""
 
 import dataclasses
@@ -7,10 +7,10 @@ import typing
 
 import pytest
 
-from harness import matrix, matrix_check
-from harness.cell import Cell
+from harness.config import matrix, matrix_check
+from harness.config.cell import Cell
+from harness.config.spec import InferenceSpec, ModelSpec, OperatorSpec, PassesSpec, ProfileSettings
 from harness.errors import HarnessError
-from harness.spec import InferenceSpec, ModelSpec, OperatorSpec, PassesSpec, ProfileSettings
 from tests.test_bad_input import MATRIX
 
 

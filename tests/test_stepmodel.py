@@ -1,4 +1,5 @@
-"""The estimate from measured step times (harness.stepmodel), the accelerator profile's order and sizes, and the
+"""The estimate from measured step times (harness.estimate.stepmodel), the accelerator profile's order and sizes, and
+the
 progress line's estimate kept current per cell."""
 
 from __future__ import annotations
@@ -7,10 +8,12 @@ from dataclasses import replace
 
 import pytest
 
-from harness import devicescale, matrix, profiling, stepmodel
+from harness import profiling
 from harness.claims.paper import BASELINE
-from harness.progress import RunProgress
-from harness.store import RunStore, write_json_atomic
+from harness.config import matrix
+from harness.estimate import devicescale, stepmodel
+from harness.launch.progress import RunProgress
+from harness.results.store import RunStore, write_json_atomic
 
 RESNET = "model/resnet50/pytorch/eager/amp-off/1dev"
 
@@ -76,7 +79,7 @@ def test_another_device_scales_only_the_device_part_of_a_host_bound_step(referen
     assert same < slower
     assert devicescale.peak_ratio("NVIDIA H200", "Ascend910", "fp32") == pytest.approx(989 / 256)   # fp16's
     # A factor the two devices measured for the whole step scales the host's part too; MindSpore's ratio to PyTorch
-    # (harness.frameworkratio) scales the training steps alone.
+    # (harness.estimate.frameworkratio) scales the training steps alone.
     whole = stepmodel.seconds(cell, d, 1.2, synthetic=True, donor_synthetic=True, whole_step=True)
     assert whole == pytest.approx(26.0 + 1.2 * 18.0 + train * 1.2 + 1.2 * 2 * 3.0)
     ms = stepmodel.seconds(cell, d, synthetic=True, donor_synthetic=True, framework_ratio=2.5)
@@ -128,8 +131,8 @@ def test_another_matrix_order_is_refused(tmp_path):
 
 
 def test_a_synthetic_reference_is_read_from_its_run_json(reference):
-    from harness import estimate
-    from harness.cell import Cell
+    from harness.config.cell import Cell
+    from harness.estimate import runtime as estimate
 
     cell = replace(_cells()[RESNET], repeats=1)
     assert isinstance(cell, Cell)

@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from harness.store import RunStore, write_json_atomic
+from harness.results.store import RunStore, write_json_atomic
 from tests.conftest import harness
 
 

@@ -13,9 +13,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness import runner, telemetry
-from harness.cell import Cell
-from harness.spec import ModelSpec, OperatorSpec
+from harness import telemetry
+from harness.config.cell import Cell
+from harness.config.spec import ModelSpec, OperatorSpec
+from harness.launch import runner
 from harness.telemetry import cpu, npusmi, nvml, summary
 from harness.telemetry.sampler import Sampler, Source
 from tests.conftest import REPO, SHARED_DATA, harness, write_matrix
@@ -332,7 +333,7 @@ def test_framework_peak_memory_from_each_back_end(monkeypatch):
     assert ms_backend.reserved_memory_mb(ctx("cpu")) is None
     assert telemetry.framework_peak(SimpleNamespace(NAME="x"), ctx("cpu"))[1].endswith("has no peak_memory_mb")
     # ...and both recorded by the child beside each other, a missing one said why
-    from harness import child
+    from harness.launch import child
 
     both, why = child._framework_memory(pt_backend, ctx("cuda"))
     assert both == {"framework_peak_mb": 3072, "framework_reserved_mb": 4096} and why is None

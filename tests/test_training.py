@@ -5,10 +5,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness import eventlog
-from harness.cell import Cell
+from harness.config.cell import Cell
+from harness.config.spec import ModelSpec
+from harness.results import eventlog
 from harness.scenarios import training
-from harness.spec import ModelSpec
 
 
 class Scripted:

@@ -1,5 +1,6 @@
-"""Timing by turns (harness.turns): the pipes' protocol between the runner and a group's children, the paired ratio
-it gives (harness.measure.OpConfig), and a run whose operator configurations take turns."""
+"""Timing by turns (harness.launch.turns): the pipes' protocol between the runner and a group's children, the paired
+ratio
+it gives (harness.results.measure.OpConfig), and a run whose operator configurations take turns."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from harness import measure, turns
 from harness.errors import HarnessError
+from harness.launch import turns
+from harness.results import measure
 
 
 def _members(group: turns.Group, rounds: int, log: list,
@@ -124,7 +126,7 @@ def test_each_member_sizes_its_block_on_its_first_turn_alone_before_any_block_is
 
 def test_an_operator_block_by_turns_is_sized_in_the_sizing_round_and_each_block_follows_one_untimed_iteration(
         tmp_path, monkeypatch):
-    from harness import operators
+    from harness.scenarios.operator import ops as operators
 
     calls: list[str] = []
     monkeypatch.setattr(operators, "block_size", lambda *a, **k: calls.append("size") or 3)
@@ -205,7 +207,7 @@ def test_one_turn_group_resamples_its_rounds_whole():
 
 def test_confine_moves_every_thread_of_the_process_not_only_the_caller():
     # An import leaves threads of its own; a group's child imports its framework on any core, then confines them all
-    from harness import child
+    from harness.launch import child
 
     before = os.sched_getaffinity(0)
     stop = threading.Event()

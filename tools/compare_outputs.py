@@ -55,7 +55,7 @@ def write_run(folder: Path, results: list[dict], platform: str = "cpu", profile:
 
 def _companion_cells(rng: random.Random, quick: list[dict]) -> list[dict]:
     """Made-up companion-study cells: LSTM and GoogLeNet training (from the GCN cells), inference and passes."""
-    from harness import cellid
+    from harness.config import cellid
 
     out = []
     for r in quick:
@@ -135,7 +135,8 @@ def normalise(text: str, work: Path) -> str:
 
 
 def render_case(name: str, results: list[dict], out: Path, work: Path) -> None:
-    from harness import claims, report
+    from harness import claims
+    from harness.report import build as report
 
     run = write_run(work / name, results)
     dest = out / name
@@ -158,7 +159,7 @@ def render_case(name: str, results: list[dict], out: Path, work: Path) -> None:
         target = dest / path.relative_to(rendered)
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(normalise(path.read_text(), work))
-    from harness import companion
+    from harness.report import companion
 
     hosts = [{"label": "cpu", "runs": [str(run)], "meta": meta, "env": {}}]
     (dest / "companion.json").write_text(json.dumps(companion.collect(hosts), indent=1, sort_keys=True))
@@ -192,7 +193,7 @@ def ttt_rules(results: list[dict]) -> list[str]:
     reached the target and one that did, the median over the repeats that reached it (the old report and companion
     section), the median with the others infinitely slow (the claims, now everywhere), and which repeat's curve
     Figure 3 draws before (by time to target, else wall time, else 0) and now (never reached: slowest)."""
-    from harness import measure
+    from harness.results import measure
 
     lines = []
     for cell, s in sorted(measure.summarise(results).items()):

@@ -15,8 +15,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from harness import estimate as estimate_mod  # noqa: E402
-from harness import matrix  # noqa: E402
+from harness.config import matrix  # noqa: E402
+from harness.estimate import runtime as estimate_mod  # noqa: E402
 
 
 def estimate(run: Path, profile: str, repeats: int | None = None) -> list[dict]:

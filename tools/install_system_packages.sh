@@ -20,7 +20,7 @@ command -v podman >/dev/null || need+=(podman)
 command -v runc >/dev/null || need+=(runc)
 command -v newuidmap >/dev/null || need+=(uidmap)
 command -v dockerd >/dev/null || need+=(docker.io)
-# jemalloc and tcmalloc: the allocator tests preload them for real (harness/allocator.py), and the native cells of
+# jemalloc and tcmalloc: the allocator tests preload them for real (harness/host/allocator.py), and the native cells of
 # tools/check_main.sh get PyTorch's choice, as the images do.
 [ -e "/usr/lib/$(uname -m)-linux-gnu/libjemalloc.so.2" ] || need+=(libjemalloc2)
 [ -e "/usr/lib/$(uname -m)-linux-gnu/libtcmalloc_minimal.so.4" ] || need+=(libtcmalloc-minimal4)

@@ -1,10 +1,12 @@
 """Predict each model's peak device memory at the accelerator profile's sizes, on the CPU, and write the committed
-predictions (harness/devicememory.json) that `harness run`, `list` and `estimate` read (harness/devicememory.py).
+predictions (harness/devices/devicememory.json) that `harness run`, `list` and `estimate` read
+(harness/devices/memory.py).
 
     python tools/predict_memory.py [--data-dir DIR] [--only MODEL[,MODEL]] [--steps 2] [--out FILE]
 
 Per model, at fp32 and under autocast: the model's PyTorch eager cell of the profile, on one device, is built as a
-cell builds it (harness.inprocess.set_up: its folder's build(ctx, data), with the real dataset where --data-dir holds
+cell builds it (harness.launch.inprocess.set_up: its folder's build(ctx, data), with the real dataset where --data-dir
+holds
 it, else its synthetic stand-in, recorded). Its parameters, buffers and the tensors the workload keeps (GCN's graph)
 then become fake tensors (FakeTensorMode: shape, dtype and device, no storage), and its own train_epoch() runs under
 PyTorch's MemTracker (torch.distributed._tools.mem_tracker), which adds up the bytes of every live tensor after each
@@ -12,10 +14,10 @@ operator: the full batch costs no memory here. The trace stops after --steps opt
 exists from the first), or at the end of the epoch if the batches' shapes differed. Autocast on the CPU is bf16,
 which stands in for a device's fp16: the same two bytes an element. A model that accumulates gradients
 (contracts.AccumulatingModel) is traced twice more per precision with its batch in two micro-batches, at
-micro-batches of a half and a quarter of its batch ("accumulated": what harness.devicememory plans micro-batches by).
+micro-batches of a half and a quarter of its batch ("accumulated": what harness.devices.memory plans micro-batches by).
 
 Slow (BERT-base: about a minute per precision on 2 cores, most of it MemTracker's bookkeeping), hence committed;
-tests/test_devicememory.py fails when a model's sizes or code changed since (harness.devicememory.stale) and
+tests/test_devicememory.py fails when a model's sizes or code changed since (harness.devices.memory.stale) and
 re-derives the cheap models' figures.
 """
 
@@ -35,11 +37,13 @@ from unittest import mock
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from harness import accumulation, devicememory, inprocess  # noqa: E402
 from harness import data as datasets  # noqa: E402
-from harness import matrix as matrix_mod  # noqa: E402
-from harness.cell import Cell  # noqa: E402
+from harness.config import matrix as matrix_mod  # noqa: E402
+from harness.config.cell import Cell  # noqa: E402
+from harness.devices import accumulation  # noqa: E402
+from harness.devices import memory as devicememory  # noqa: E402
 from harness.errors import HarnessError  # noqa: E402
+from harness.launch import inprocess  # noqa: E402
 
 PROFILE = "accelerator"
 AMP = {"fp32": "off", "amp": "O2"}   # the PyTorch cell each precision is traced on
@@ -197,7 +201,7 @@ def accumulated(cell: Cell, folder: str | None, steps: int, log=print) -> dict[s
     """The peaks of a model that accumulates gradients with its batch in two micro-batches, at micro-batches of a
     half and a quarter of its batch (the second traced at half the batch, which changes no size but the batch's):
     the gradients' sums are alive through the second micro-batch's forward pass, and the line through the two
-    peaks gives any micro-batch's (harness.devicememory.micro_need)."""
+    peaks gives any micro-batch's (harness.devices.memory.micro_need)."""
     batch = int(cell.spec.hparams["batch"])
     got = []
     for b in (batch, batch // 2):

@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from harness.store import RunStore  # noqa: E402
+from harness.results.store import RunStore  # noqa: E402
 
 
 def main(run: str) -> int:

@@ -23,7 +23,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-from harness import envinfo  # noqa: E402  (standard library only, as this script must be)
+from harness.host import envinfo  # noqa: E402  (standard library only, as this script must be)
 
 
 def _test_python() -> dict:

@@ -8,7 +8,7 @@ results from several), `evaluate_by_platform` evaluates each.
 Verdicts (VERDICTS):
   supported     every measured part of the claim agrees with the paper
   contradicted  no measured part agrees (a tie counts as not agreeing: the claim is that one side is ahead)
-  inconclusive  a part is inconclusive when its ratio's interval over the repeats (harness.measure.
+  inconclusive  a part is inconclusive when its ratio's interval over the repeats (harness.results.measure.
                 ratio_interval, 2 repeats a side or more) reaches across an edge of the ±5% tie band, so the
                 repeats cannot say which side of it the ratio lies on. The claim is inconclusive when the way its
                 inconclusive parts fall would decide the verdict: every part inconclusive, or the conclusive ones
@@ -73,7 +73,7 @@ from harness.claims.paper import (
     TITLES,
     VERDICTS,
 )
-from harness.measure import LEVEL, RESAMPLES, Repeats, ratio_interval, summarise
+from harness.results.measure import LEVEL, RESAMPLES, Repeats, ratio_interval, summarise
 
 __all__ = ["CONTRADICTS", "INCONCLUSIVE", "MARKED_FIRST_EPOCH", "NOT_MEASURED", "SUPPORTS", "TIE_RATIO", "TITLES",
            "VERDICTS", "Claim", "OpRatio", "Part", "Repeats", "evaluate", "evaluate_by_platform", "paired_ratios",
@@ -137,7 +137,7 @@ def _caveats(index: dict[str, Repeats], used: dict[str, tuple[list[str], list[Pa
     with_interval = [p for _, parts in used.values() for p in parts if p.interval is not None]
     if with_interval:
         # At n repeats a side the interval spans the extreme ratios and covers the truth 1 - 2/C(2n, n) of the time
-        # for any continuous noise (harness/sequential.py): say so where a verdict rests on that few.
+        # for any continuous noise (harness/launch/sequential.py): say so where a verdict rests on that few.
         fewest = min(min((len(index[c].ok) for c in p.cells if c in index), default=0) for p in with_interval)
         cover = {2: "about 2 times in 3", 3: "about 9 times in 10"}.get(fewest)
         run.append(f"{LEVEL:.0%} intervals of the ratios: percentile bootstrap over each cell's repeats "
@@ -227,7 +227,7 @@ def evaluate_by_platform(results: Iterable[dict[str, Any]], *, profile: str | No
 def time_to_target_table(results: Iterable[dict[str, Any]], *, platform: str | None = None) -> list[dict[str, Any]]:
     """Per model: time to target of PyTorch eager and MindSpore GRAPH (AMP off, 1 device), the measured
     PyTorch/MindSpore time ratio (None unless both reached the target) and the paper's (PAPER_TTT_RATIO); where both
-    cells have 2 repeats or more, `ratio_interval` (harness.measure.ratio_interval; absent otherwise)."""
+    cells have 2 repeats or more, `ratio_interval` (harness.results.measure.ratio_interval; absent otherwise)."""
     chosen, _ = _select(list(results), platform)
     index = summarise(chosen)
     rows = []

@@ -1,5 +1,5 @@
 """The pieces every rule is made of: a Part (one comparison), a Claim, the lookup of a cell in the results indexed per
-cell (harness.measure.Repeats), the wording of numbers and settings."""
+cell (harness.results.measure.Repeats), the wording of numbers and settings."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from harness import arith, cellid
 from harness.claims.paper import (
     FW_NAMES,
     INCONCLUSIVE,
@@ -16,11 +15,13 @@ from harness.claims.paper import (
     SETTING_NAMES,
     TIE_RATIO,
 )
-from harness.measure import LEVEL, Repeats, interval_text
+from harness.config import cellid
+from harness.results import arith
+from harness.results.measure import LEVEL, Repeats, interval_text
 
 SUPPORTS, CONTRADICTS, NOT_MEASURED = "supports", "contradicts", "not measured"   # outcome of one Part (or
 # INCONCLUSIVE: its ratio's interval reaches across an edge of the tie band)
-Interval = tuple[float, float | None]   # harness.measure.ratio_interval's: upper end None where it is +inf
+Interval = tuple[float, float | None]   # harness.results.measure.ratio_interval's: upper end None where it is +inf
 
 
 @dataclass
@@ -122,7 +123,7 @@ def _models(index: dict[str, Repeats]) -> list[str]:
 def interval_side(interval: Interval) -> str:
     """Where an interval lies against the tie band: 'below' / 'tie' / 'above' where both ends agree (an infinite upper
     end is above), INCONCLUSIVE where they lie on different sides (across an edge of the band). The one rule of the
-    claims, the operator claims and the sequential repeats (harness.sequential)."""
+    claims, the operator claims and the sequential repeats (harness.launch.sequential)."""
     lo, hi = interval
     sides = {_side(lo), "above" if hi is None else _side(hi)}
     return sides.pop() if len(sides) == 1 else INCONCLUSIVE
@@ -131,7 +132,7 @@ def interval_side(interval: Interval) -> str:
 def _compare(name: str, cells: list[str], ratio: float, expect: str, text: str,
              interval: Interval | None = None) -> Part:
     """A part that supports the claim when `ratio` lies on the `expect` side of 1 (beyond the tie margin). With an
-    `interval` (harness.measure.ratio_interval) it is decided by the interval's two ends: both on one side, that
+    `interval` (harness.results.measure.ratio_interval) it is decided by the interval's two ends: both on one side, that
     side; on different sides (across an edge of the tie band) INCONCLUSIVE, neither supporting nor contradicting."""
     side = _side(ratio)
     ends = ""

@@ -7,7 +7,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from harness import arith, cellid, measure
 from harness.claims.common import (
     CONTRADICTS,
     SUPPORTS,
@@ -32,7 +31,9 @@ from harness.claims.paper import (
     PAPER_TTT_RATIO,
     TIE_RATIO,
 )
-from harness.measure import LEVEL, interval_text
+from harness.config import cellid
+from harness.results import arith, measure
+from harness.results.measure import LEVEL, interval_text
 
 MS_BASE, PT_BASE = BASELINE["mindspore"][0], BASELINE["pytorch"][0]
 
@@ -143,7 +144,8 @@ def _test(interval, passes) -> bool | None:
 
 def _c2(index: dict[str, Repeats]) -> list[Part]:
     """MindSpore's first epoch is marked (its fraction first / other epochs at most MARKED_FIRST_EPOCH) and worse
-    than PyTorch's beyond the tie margin. With repeats, both tests are decided by intervals (harness.measure): the
+    than PyTorch's beyond the tie margin. With repeats, both tests are decided by intervals (harness.results.measure):
+    the
     interval of MindSpore's median fraction against the threshold, and that of the ratio of the two frameworks'
     median fractions against the tie band; an interval on both sides of its line makes the part inconclusive."""
     parts = []
@@ -234,7 +236,7 @@ def _c5(index: dict[str, Repeats]) -> list[Part]:
 def compared_settings() -> frozenset[tuple[str, str, str]]:
     """(framework, mode, amp) of the 1-device model cells C1-C4 compare, read from their own definitions (the fair
     baseline of C1, C2 and the time to target, and the rows of C1's throughput, C3 and C4): the cells a profile's
-    `claim_repeats` repeat (harness.matrix), so that each of their ratios has an interval."""
+    `claim_repeats` repeat (harness.config.matrix), so that each of their ratios has an interval."""
     rows = (C1_THROUGHPUT, *C3_ROWS, *C4_ROWS)
     return frozenset({s for row in rows for s in (row.a, row.b)} | {(fw, *BASELINE[fw]) for fw in BASELINE})
 

@@ -10,7 +10,6 @@ from typing import Any
 
 import numpy as np
 
-from harness import arith
 from harness.claims.common import (
     CONTRADICTS,
     SUPPORTS,
@@ -24,12 +23,14 @@ from harness.claims.common import (
     interval_side,
 )
 from harness.claims.paper import INCONCLUSIVE, MIN_PARAM_LEVELS, OP_MS_MODES, OP_PT_MODE, TERCILE, TIE_RATIO
-from harness.measure import LEVEL, OpConfig, interval_text, operator_ratios, replicate_interval
+from harness.results import arith
+from harness.results.measure import LEVEL, OpConfig, interval_text, operator_ratios, replicate_interval
 
 
 @dataclass(frozen=True)
 class OpRatio:
-    """One operator configuration (harness.measure.OpConfig: op, dtype, direction, shape) at the MindSpore mode its
+    """One operator configuration (harness.results.measure.OpConfig: op, dtype, direction, shape) at the MindSpore mode
+    its
     group is compared in."""
 
     config: OpConfig
@@ -63,7 +64,8 @@ class OpRatio:
 
 def _interval(groups: list[list[OpRatio]], stat: Callable[..., np.ndarray]) -> Interval | None:
     """The interval of a statistic of groups of configurations' ratios (a median over a group, or a quotient of two
-    groups' medians): the statistic taken over each replicate, draw by draw (harness.measure.OpConfig.ratio_replicates:
+    groups' medians): the statistic taken over each replicate, draw by draw
+    (harness.results.measure.OpConfig.ratio_replicates:
     Student's t over the turn groups, or each cell's processes and blocks resampled), so that every configuration's
     spread reaches the verdict. None where a
     configuration kept no block times (results from before block times were kept)."""
@@ -80,7 +82,8 @@ def _interval_side(interval: Interval | None, point: float) -> str:
 
 
 def paired_ratios(index: dict[str, Repeats]) -> list[OpRatio]:
-    """The configurations of harness.measure.operator_ratios measured in both frameworks; per (op, dtype, direction)
+    """The configurations of harness.results.measure.operator_ratios measured in both frameworks; per (op, dtype,
+    direction)
     the MindSpore mode is the first of OP_MS_MODES with any configuration measured in both."""
     configs = operator_ratios(index)
     mode: dict[tuple, str] = {}

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from harness.measure import PT_MODE
+from harness.results.measure import PT_MODE
 
-# A comparison whose ratio has an interval (harness.measure.ratio_interval, 2 repeats a side or more) that reaches
+# A comparison whose ratio has an interval (harness.results.measure.ratio_interval, 2 repeats a side or more) that
+# reaches
 # across an edge of the tie band is INCONCLUSIVE: the repeats do not say which side it lies on. The word is both a
 # comparison's outcome and, where every measured comparison of a claim is one, the claim's verdict.
 INCONCLUSIVE = "inconclusive"
@@ -45,7 +46,7 @@ PAPER_MODELS = tuple(PAPER_FASTER)
 # The fair default setting of each framework: (mode, amp), 1 device.
 BASELINE = {"pytorch": ("eager", "off"), "mindspore": ("graph", "off")}
 AMP_LEVELS = {"pytorch": ("O2",), "mindspore": ("O2", "O3")}
-OP_PT_MODE = PT_MODE   # PyTorch eager, the operators' baseline (harness.measure)
+OP_PT_MODE = PT_MODE   # PyTorch eager, the operators' baseline (harness.results.measure)
 OP_MS_MODES = ("graph", "pynative")   # preference order
 
 TITLES = {

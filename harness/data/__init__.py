@@ -23,8 +23,8 @@ from harness.data.fetch import data_folder_error, download, verify
 from harness.errors import HarnessError
 
 if TYPE_CHECKING:
-    from harness.cell import Cell
-    from harness.context import CellContext
+    from harness.config.cell import Cell
+    from harness.launch.context import CellContext
 
 
 def module(name: str) -> DatasetModule:

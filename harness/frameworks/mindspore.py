@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from harness import allocator
 from harness.errors import Unsupported
+from harness.host import allocator
 
 NAME = "mindspore"
 MODES = ("graph", "pynative")
@@ -32,7 +32,8 @@ def process_env(platform: str, kind: str = "model") -> dict[str, str]:
     env = {"GLOG_v": "2"}  # warnings and errors only: MindSpore's INFO logging costs time and disk
     if platform == "cpu" and kind == "operator":
         env |= BLOCKING_RUN
-    # its runtime pools device and host memory itself; its operator cells on CPU get tcmalloc (harness/allocator.py)
+    # its runtime pools device and host memory itself; its operator cells on CPU get tcmalloc
+    # (harness/host/allocator.py)
     env |= allocator.process_env(NAME, platform, kind)
     if platform == "cpu" and _platform.machine() in ("x86_64", "AMD64") and _has_avx512():
         # On AVX-512 CPUs MindSpore 2.10's oneDNN picks a reference kernel for 3x3 convolutions that is
@@ -65,8 +66,8 @@ def launch_argv(n: int, spec_path: str, port: int, log_dir: str, multi_node: dic
     nodes = int(multi_node.get("nnodes", 1))
     child = Path(__file__).resolve().parent.parent / "child.py"
     # msrun's own code, from this interpreter: no dependence on PATH (its workers run `python`, which the runner
-    # points at this interpreter too); through harness.msrun, which keeps the scheduler on node 0.
-    return [sys.executable, "-m", "harness.msrun", f"--worker_num={n * nodes}",
+    # points at this interpreter too); through harness.launch.msrun, which keeps the scheduler on node 0.
+    return [sys.executable, "-m", "harness.launch.msrun", f"--worker_num={n * nodes}",
             f"--local_worker_num={n}",
             f"--node_rank={multi_node.get('node_rank', 0)}",
             f"--master_addr={multi_node.get('master_addr', '127.0.0.1')}", f"--master_port={port}",
@@ -99,7 +100,8 @@ def setup(ctx) -> dict[str, Any]:
         # left to msrun's defaults.)
         # On CPU, the cores this process may run on: left to itself, MindSpore reads the container's cpuset and binds
         # its main thread to every core there, undoing a narrower affinity such as an operator cell's one core
-        # (harness.operators.CPU_CORES; seen on the 2-core machine: confined to {0}, the main thread ran on {0, 1}
+        # (harness.scenarios.operator.ops.CPU_CORES; seen on the 2-core machine: confined to {0}, the main thread ran
+        # on {0, 1}
         # after the first GRAPH call). Elsewhere its own strategy, which places threads near the device.
         cores = _core_ranges(os.sched_getaffinity(0)) if ctx.platform == "cpu" else None
         try:

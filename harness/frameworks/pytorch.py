@@ -8,8 +8,8 @@ import re
 import sys
 from typing import Any
 
-from harness import allocator
 from harness.errors import Unsupported
+from harness.host import allocator
 
 NAME = "pytorch"
 MODES = ("eager", "compile")
@@ -30,7 +30,7 @@ def device_work(event) -> bool:
 
 def process_env(platform: str, kind: str = "model") -> dict[str, str]:
     # PyTorch's CPU defaults (OpenMP over all cores, oneDNN autodetected ISA) are already its best. Its host-side
-    # allocations go through malloc: tcmalloc, else glibc's tunables (harness/allocator.py says why and what was
+    # allocations go through malloc: tcmalloc, else glibc's tunables (harness/host/allocator.py says why and what was
     # measured).
     return allocator.process_env(NAME, platform, kind)
 
@@ -45,7 +45,7 @@ def launch_argv(n: int, spec_path: str, port: int, log_dir: str, multi_node: dic
     return [sys.executable, "-m", "torch.distributed.run", f"--nproc_per_node={n}",
             f"--nnodes={multi_node.get('nnodes', 1)}", f"--node_rank={multi_node.get('node_rank', 0)}",
             f"--master_addr={multi_node.get('master_addr', '127.0.0.1')}", f"--master_port={port}",
-            "--module", "harness.child", spec_path]
+            "--module", "harness.launch.child", spec_path]
 
 
 def rank_from_env() -> tuple[int, int, int]:

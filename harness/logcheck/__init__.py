@@ -19,9 +19,9 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from harness import eventlog
 from harness.errors import HarnessError
-from harness.store import RunStore
+from harness.results import eventlog
+from harness.results.store import RunStore
 
 CONFIG = Path(__file__).resolve().parent / "common.yaml"
 USAGE, RULESET = "training", "6.1.0"

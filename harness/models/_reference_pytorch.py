@@ -1,5 +1,6 @@
 """PyTorch's documented way of feeding and mixed-precision training, for the reference loops
-(harness/models/<model>/reference_pytorch.py) only: the harness's own workloads never import it (harness.conformance
+(harness/models/<model>/reference_pytorch.py) only: the harness's own workloads never import it
+(harness.config.conformance
 checks), so a reference loop shares no code with the cell it is compared with, and the loops share this recipe
 instead of repeating it."""
 

@@ -1,4 +1,5 @@
-"""The memory allocator each framework's CPU cells get on this host (harness/allocator.py's `auto`, which falls back
+"""The memory allocator each framework's CPU cells get on this host (harness/host/allocator.py's `auto`, which falls
+back
 silently where a library is absent) against the one the expected results were measured with (docs/runs/cpu-quick's
 env.json). Where they differ, the row says what changes, from the committed measurements of PyTorch's ResNet50
 under each allocator (docs/at-best/process_gap-resnet50-pytorch-*.json), and the line that installs the library.
@@ -12,7 +13,7 @@ import os
 import shutil
 from typing import Any
 
-from harness import allocator, configdiff
+from harness.host import allocator, configdiff
 from harness.preflight import NOTE, PASS, Row
 
 # The Debian/Ubuntu packages that ship the libraries allocator.LIBRARIES looks for (read from `dpkg -L` on Debian
@@ -106,8 +107,8 @@ def tuning_row() -> Row:
 
 def cpu_row() -> Row:
     """This host's CPU against the expected run's: another CPU moves every ratio on its own (measured: the CPU
-    difference quoted from docs/runs/allocator, harness.configdiff)."""
-    from harness.envinfo import cpu_model
+    difference quoted from docs/runs/allocator, harness.host.configdiff)."""
+    from harness.host.envinfo import cpu_model
 
     folder = configdiff.expected_run("cpu", "quick")
     want = (json.loads((folder / "env.json").read_text()).get("cpu") or {}) if folder else {}

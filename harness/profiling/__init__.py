@@ -126,7 +126,8 @@ def runs_pass(cell, repeat: int, world_size: int = 1) -> bool:
     """Whether this (cell, repeat) is one the profiled pass follows (when enabled()): a single-process model cell's
     first repeat, at fp32 (the precision C1 and C4 compare), in a mode whose ops its framework's profiler names (the
     back-end's PROFILED_MODES: not torch.compile's generated kernels). The child asks it, and the estimate of a run
-    (harness.stepmodel) counts the pass where it is; the estimate leaves HARNESS_PROFILE alone, so that the docs it
+    (harness.estimate.stepmodel) counts the pass where it is; the estimate leaves HARNESS_PROFILE alone, so that the
+    docs it
     renders read nothing of the host."""
     from harness.frameworks import backend
 

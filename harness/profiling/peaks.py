@@ -14,7 +14,8 @@ Sources (dense figures, no 2:4 sparsity; fp32 is the non-tensor-core FP32 rate, 
 PyTorch lets cuDNN use TF32 for fp32 convolutions by default on Ampere and later, so an fp32 cell's share of the FP32
 peak can pass 100% there; the FP32 rate is still the limit an fp32 model is held to.
 
-Memory bandwidth (BANDWIDTH, bytes/s; the estimate's rule for a device no committed run measured, harness.devicescale):
+Memory bandwidth (BANDWIDTH, bytes/s; the estimate's rule for a device no committed run measured,
+harness.estimate.devicescale):
 - V100: NVIDIA Tesla V100 datasheet, 900 GB/s (SXM2 and PCIe); V100S PCIe: 1,134 GB/s.
 - A100: NVIDIA A100 datasheet, 40 GB HBM2 1,555 GB/s; 80 GB HBM2e SXM 2,039 GB/s, PCIe 1,935 GB/s.
 - H100: NVIDIA H100 datasheet, SXM5 3.35 TB/s, PCIe 2 TB/s.

@@ -22,10 +22,11 @@ from typing import Any
 import numpy as np
 
 from harness import data as datasets
-from harness import eventlog, mlperf, profiling
+from harness import profiling
 from harness.contracts import PartialEpochWorkload
 from harness.errors import HarnessError
 from harness.models import model_module
+from harness.results import eventlog, mlperf
 
 
 def run(ctx, backend, events) -> dict[str, Any]:

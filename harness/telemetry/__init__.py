@@ -1,6 +1,6 @@
 """Telemetry beside every cell: device memory, power and energy, utilisation, and process RSS.
 
-The child process (harness/child.py) starts a `Sampler` before the cell's set-up and stops it after
+The child process (harness/launch/child.py) starts a `Sampler` before the cell's set-up and stops it after
 the scenario; every rank of a multi-process cell is its own child and samples itself. Sources by
 platform (each optional: a source that cannot measure here is listed under `telemetry.unavailable`
 and its keys stay null):

@@ -15,8 +15,8 @@ from __future__ import annotations
 from bisect import bisect_right
 from typing import Any
 
-from harness import eventlog
-from harness.spec import OperatorSpec, Spec
+from harness.config.spec import OperatorSpec, Spec
+from harness.results import eventlog
 
 MAX_POINTS = 240  # per series in the result: enough for a power-over-time figure, small in JSON
 

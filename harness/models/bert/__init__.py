@@ -37,10 +37,10 @@ from typing import Any
 
 import numpy as np
 
+from harness.config.spec import ModelSpec
 from harness.models.bert.vocab import SPECIALS, encode_reviews
-from harness.spec import ModelSpec
 
-# contracts.ModelPackage: how the model trains, in the event log's words (harness.mlperf logs them).
+# contracts.ModelPackage: how the model trains, in the event log's words (harness.results.mlperf logs them).
 MLPERF_KEYS = {"opt_name": "adamw",
                "opt_learning_rate_decay_schedule": "linear warm-up, then linear decay to 0 at the last step"}
 

@@ -147,7 +147,7 @@ class Workload:
         self.opt = optim.AdamW(bert.param_groups(named, hp["weight_decay"]), lr=hp["lr"],
                                betas=(hp["adam_beta1"], hp["adam_beta2"]), eps=bert.ADAM_EPS)
         self.sched = optim.lr_scheduler.LambdaLR(self.opt, lambda s: bert.lr_factor(s, hp["warmup_steps"], total))
-        self.parts = ctx.accumulation_steps   # micro-batches a step (harness.devicememory.plan)
+        self.parts = ctx.accumulation_steps   # micro-batches a step (harness.devices.memory.plan)
         self.step = make_train_step(ctx, self.loss_cell, self.opt, accumulation_steps=self.parts)
 
     def train_epoch(self) -> float:

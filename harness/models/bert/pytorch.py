@@ -113,7 +113,7 @@ class Workload:
     def __init__(self, ctx, data: dict):
         hp = ctx.hparams
         self.ctx, self.dev, self.epoch = ctx, device_of(ctx), 0
-        self.parts = ctx.accumulation_steps   # micro-batches a step (harness.devicememory.plan)
+        self.parts = ctx.accumulation_steps   # micro-batches a step (harness.devices.memory.plan)
         self.batch, self.corpus, w, total = bert.prepare(ctx, data)
         self.samples_per_epoch = self.corpus.n_train // self.batch * self.batch
         self.net = BertMLM(w, hp).to(self.dev)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-# contracts.ModelPackage: how the model trains, in the event log's words (harness.mlperf logs them).
+# contracts.ModelPackage: how the model trains, in the event log's words (harness.results.mlperf logs them).
 MLPERF_KEYS = {"opt_name": "adam", "opt_learning_rate_decay_schedule": "constant"}
 
 # contracts.NoAccumulationModel.

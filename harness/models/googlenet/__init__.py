@@ -20,7 +20,7 @@ import numpy as np
 from harness.models.resnet50 import NO_ACCUMULATION as NO_ACCUMULATION  # contracts.NoAccumulationModel: BatchNorm
 from harness.models.resnet50 import pass_batch as pass_batch  # contracts.PassesModel: the same CIFAR-10 batch
 
-# contracts.ModelPackage: how the model trains, in the event log's words (harness.mlperf logs them).
+# contracts.ModelPackage: how the model trains, in the event log's words (harness.results.mlperf logs them).
 MLPERF_KEYS = {"opt_name": "sgd",
                "opt_learning_rate_decay_schedule": "linear warm-up, then cosine decay to 0 at the last epoch"}
 

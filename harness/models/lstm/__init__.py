@@ -24,9 +24,9 @@ from typing import Any
 
 import numpy as np
 
-from harness.spec import ModelSpec
+from harness.config.spec import ModelSpec
 
-# contracts.ModelPackage: how the model trains, in the event log's words (harness.mlperf logs them).
+# contracts.ModelPackage: how the model trains, in the event log's words (harness.results.mlperf logs them).
 MLPERF_KEYS = {"opt_name": "adam", "opt_learning_rate_decay_schedule": "constant"}
 
 # contracts.NoAccumulationModel.

@@ -19,9 +19,9 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from harness.spec import ModelSpec
+from harness.config.spec import ModelSpec
 
-# contracts.ModelPackage: how the model trains, in the event log's words (harness.mlperf logs them).
+# contracts.ModelPackage: how the model trains, in the event log's words (harness.results.mlperf logs them).
 MLPERF_KEYS = {"opt_name": "sgd",
                "opt_learning_rate_decay_schedule": "linear warm-up, then cosine decay to 0 at the last epoch"}
 

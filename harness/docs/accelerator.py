@@ -1,0 +1,110 @@
+"""The docs' rendered blocks about accelerators (harness.docs.blocks declares them): the accelerator profile's
+estimated time
+on the hosts it is sized for, from the step times of the committed accelerator runs (harness.estimate.booking.project),
+and
+what those runs measured on their GPU. Made from committed run folders and harness/config/matrix.toml only.
+
+    accelerator_estimates(runs), gpu_measured(runs): (runs) -> Markdown
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from harness.config import matrix
+from harness.devices import memory as devicememory
+from harness.docs.render import Run, duration
+from harness.estimate import booking
+from harness.estimate import runtime as estimate
+
+# (who books it, profile, platform, device name as its tool reports it, devices): the hosts ARTIFACT.md promises a fit.
+HOSTS = (
+    ("one NVIDIA H200 (the GPU the runs measured)", "accelerator", "cuda", None, 1),
+    ("one NVIDIA V100 (a day's cloud booking)", "accelerator", "cuda", "Tesla V100-SXM2-32GB", 1),
+    ("one NVIDIA H100", "accelerator", "cuda", "NVIDIA H100 80GB HBM3", 1),
+    ("an Ascend 910 server, 8 NPUs (the paper's)", "accelerator", "ascend", "Ascend910", 8),
+    ("one NVIDIA H200, the quick profile", "quick", "cuda", None, 1),
+)
+
+
+def _accelerator_runs(runs: Sequence[Run]) -> list[Run]:
+    return [r for r in runs if not r.name.startswith("cpu-")]
+
+
+def accelerator_estimates(runs: Sequence[Run]) -> str:
+    """A table of the estimated wall time per host, its largest parts and what it rests on."""
+    gpu = _accelerator_runs(runs)
+    m = matrix.load()
+    rows = ["| host | profile | estimate (range) | the largest parts | training cells on a measured cell of the same "
+            "model, precision and device kind | device factor | left out: device memory |",
+            "|---|---|---|---|---|---|---|"]
+    priced: set[str] = set()   # the models whose MindSpore cells some row priced from the CPU ratio
+    for who, profile, platform, device, devices in HOSTS:
+        # The runs the runner itself would read on that host (its profile's own first), among the committed ones.
+        folders, _ = estimate.references(platform, profile, gpu[0].path.parent)
+        memory = devicememory.table_gib(device or estimate.reference_device(folders[0]))
+        p = booking.project(m, profile, platform, run=folders, device=device, devices=devices, memory=memory)
+        parts = sorted(p["groups"].items(), key=lambda kv: -kv[1])[:3]
+        priced.update(p["ms_priced"])
+        big = sorted({f"{c.model} {devicememory.precision(c.amp)}" for c in m.expand(profile)
+                      if devicememory.too_big(c, memory[0]) and c.model and c.devices_per_node <= devices})
+        rows.append(f"| {who} | {profile} | {duration(p['total_s'])} for {p['runs'] - p['skipped']} runs "
+                    f"({duration(p['low_s'])} to {duration(p['upper_s'])}) | "
+                    + ", ".join(f"{name} {duration(s)}" for name, s in parts) + " | "
+                    + ", ".join(f"{model} {m['here']}/{m['cells']}" for model, m in sorted(p["per_model"].items()))
+                    + f" | {p['device_short']} | "
+                    + (f"{', '.join(big)} cells ({memory[0]:.0f} GiB a device)" if big else "none") + " |")
+    ratios = p["ratios"]
+    ms = "; ".join(f"{m} {ratios.overall(m):.2f} ({lo:.2f}-{hi:.2f})" for m in sorted(priced)
+                   if (s := ratios.spread(m)) for lo, hi in [s])
+    hosts = sorted({estimate.reference_device(r.path) or "?" for r in gpu})
+    dates = sorted({r.date() for r in gpu})
+    return "\n".join(rows) + (
+        f"\n\nFrom the step times of the committed runs {', '.join(f'`docs/runs/{r.name}`' for r in gpu)} "
+        f"({', '.join(hosts)}, PyTorch only, {', '.join(dates)}; `python -m harness estimate [--device NAME] "
+        f"[--devices N]`). Each planned cell takes the parts of a measured one: its first epoch's extra time, its "
+        f"seconds per sample after the first epoch, its evaluation and its process's fixed costs, at the cell's own "
+        f"samples, epochs and devices (`harness/estimate/stepmodel.py`); a cell that trains to its target at most its "
+        f"planned epochs; the operator cells at the CPU run's times (their time is process start and a fixed timing "
+        f"budget). MindSpore did not run on that GPU: its cells take PyTorch's times with their training steps "
+        f"multiplied by MindSpore's steady seconds per sample over PyTorch eager's in the committed CPU runs "
+        f"({', '.join(f'`docs/runs/{r.name}` of {r.date()}' for r in runs if r.name in ratios.runs())}; per model, "
+        f"and per mode and AMP level where "
+        f"measured: {ms}; `harness/estimate/frameworkratio.py`), a weak proxy, since a CPU's step is the framework's host code "  # noqa: E501
+        f"and CPU kernels and a device's its device kernels. Another device: where both it and the H200 have a "
+        f"committed measurement of the same reference loops at these sizes (`docs/at-best/reference_gap-*.json`, one "
+        f"round each: the H100), the whole step scales by their measured ratio for the model and precision; else by "
+        f"the stated rule, the slower of the two devices' dense-peak ratio at the cell's precision (fp16's for the "
+        f"Ascend 910, which publishes no FP32 figure) and their memory-bandwidth ratio (vendor figures; none "
+        f"published for the 910), on the device's part of a step only, since a host-bound step does not slow down "
+        f"with the device (`harness/estimate/devicescale.py`). Real CIFAR-10 (50,000 images) is assumed. The range runs from "  # noqa: E501
+        f"the planned repeats with MindSpore at each model's smallest CPU ratio to every cell a comparison rests on "
+        f"at the profile's max_repeats with MindSpore at the largest; the cells a device cannot hold (predicted on "
+        f"the CPU, [docs/methodology/device-memory.md](docs/methodology/device-memory.md)) are left out, as the run "
+        f"skips them. Not in the figures: the image build, the downloads and, on an H100, MindSpore's first-run PTX "
+        f"compilation (`harness estimate` prints each). **Estimates, not measurements.**")
+
+
+def gpu_measured(runs: Sequence[Run]) -> str:
+    """What the committed GPU runs measured, cell by cell."""
+    rows = ["| run | cell | first epoch | epochs after it | time to target | device memory | mean power | status |",
+            "|---|---|---|---|---|---|---|---|"]
+    for r in _accelerator_runs(runs):
+        for res in sorted(r.results, key=lambda x: (x["cell"], x.get("repeat", 0))):
+            if res.get("kind") != "model" or res.get("status") == "skipped":
+                continue
+            unit = res.get("throughput_unit") or ""
+            epochs = res.get("epochs") or []
+            first = (f"{res['first_epoch_throughput']:,.0f} {unit} ({epochs[0]['train_s']:.1f} s)"
+                     if res.get("first_epoch_throughput") and epochs else "—")
+            later = (f"{res['mean_throughput_other_epochs']:,.0f} {unit}" if res.get("mean_throughput_other_epochs")
+                     else "—")
+            ttt = f"{res['time_to_target_s']:.1f} s" if res.get("time_to_target_s") else "—"
+            mem = f"{res['peak_device_memory_mb']:,.0f} MB" if res.get("peak_device_memory_mb") else "—"
+            power = f"{res['mean_power_w']:.0f} W" if res.get("mean_power_w") else "—"
+            status = res.get("status", "?")
+            if status != "ok" and res.get("reason"):
+                status += ": " + str(res["reason"]).splitlines()[0][:160].replace("|", "/")
+            rows.append(f"| {r.name} | `{res['cell']}` r{res.get('repeat', 0)} | {first} | {later} | {ttt} | {mem} | "
+                        f"{power} | {status} |")
+    return "\n".join(rows)

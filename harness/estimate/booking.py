@@ -1,0 +1,174 @@
+"""A profile's estimated time on a host one books (`harness estimate`, and the docs' table of hosts:
+harness.docs.accelerator), from the committed runs' step times (harness.estimate.runtime.plan), and what it rests on:
+
+- a range: from the planned repeats with every MindSpore cell priced from a PyTorch cell at its model's smallest CPU
+  ratio to PyTorch (harness.estimate.frameworkratio), up to every comparison's repeats at the profile's max_repeats
+  with every
+  such cell at the largest;
+- the cells a device cannot hold left out, as the run leaves them out (harness.devices.memory);
+- the device factor and what it rests on (harness.estimate.devicescale): the two devices' own measurements, or a stated
+rule;
+- per model, how many of its cells rest on a measured cell of the same model, precision and device kind;
+- on lines of their own, what the booking costs besides the cells (the image build, the downloads, MindSpore's first
+  run's PTX JIT on a GPU).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from harness.estimate import devicescale, frameworkratio
+from harness.estimate import runtime as estimate
+from harness.launch.progress import duration
+from harness.profiling.peaks import AMP_PRECISION, kind
+
+# The devices the accelerator profile is sized for, as the reference runs' device names read (harness.profiling.peaks).
+BOOKINGS = {"V100": ("cuda", "Tesla V100-SXM2-32GB", 1), "H100": ("cuda", "NVIDIA H100 80GB HBM3", 1),
+            "H200": ("cuda", "NVIDIA H200", 1), "910x8": ("ascend", "Ascend910", 8)}
+TRAINS = ("model", "scaling")
+
+
+def project(matrix, profile: str, platform: str, *, run: Path | Sequence[Path], device: str | None, devices: int,
+            synthetic: Iterable[str] = (), memory: tuple[float | None, str] | None = None) -> dict[str, Any]:
+    """The whole profile's estimated seconds on a host of `devices` devices named `device` (None: the reference's),
+    every framework installed, from the reference run folder(s) `run` (of any platform: an Ascend host's estimate
+    scales a GPU run): per model (operators together), the total, the range (module docstring), the cells' bases and
+    per model their device kinds. `memory`: each device's (GiB, source): cells predicted not to fit are skipped, as
+    the run skips them (harness.devices.memory)."""
+    from harness.config.matrix import schedule
+    from harness.host.plan import Host
+
+    host = Host(platform, profile, devices, {}, matrix, *(memory or (None, "not given")))
+    todo = schedule(matrix.expand(profile))
+    folders = [run] if isinstance(run, Path) else list(run)
+    ref_dev = estimate.reference_device(folders[0])
+    target = device or ref_dev
+    other = device if device and kind(device) != kind(ref_dev) else None
+    p = estimate.plan(todo, folders, here=other, synthetic=synthetic, skip=host.verdict, on_device=platform != "cpu",
+                      bounds=True)
+    est = p["estimate"]
+    groups: dict[str, float] = {}
+    for cell, repeat in todo:
+        key = cell.model if cell.kind in TRAINS else cell.kind
+        groups[key or cell.kind] = groups.get(key or cell.kind, 0.0) + (p["first"] if repeat == 0 else
+                                                                        p["by_cell"])[cell.id]
+    bases: dict[str, int] = {}
+    for h in p["how"].values():
+        bases[h] = bases.get(h, 0) + 1
+    cells = {c.id: c for c, _ in todo}
+    running = [c for c in cells.values() if c.kind in TRAINS and not host.verdict(c)]
+    # The most the sequential repeats can add: every cell a comparison rests on (claim_repeats > repeats) run to the
+    # profile's cap, at its estimated seconds a repeat (MindSpore's at the largest ratio), and the time outside the
+    # cells in proportion.
+    cap = matrix.max_repeats(profile, None, None)
+    high, high_total = p["bounds"]["high"]
+    more = sum(high.per_cell[c.id] * (cap - c.repeats) for c in cells.values()
+               if c.repeats > 1 and c.repeats < cap and not host.verdict(c))
+    total = p["cells"] + p["extra"] + p["outside"]
+    upper = high_total + more * (1 + p["outside"] / max(p["cells"] + p["extra"], 1e-9))
+    used = {(c.model, AMP_PRECISION.get(c.amp, "fp32")): est.scale[c.id] for c in running if c.id in est.scale}
+    return {"total_s": total, "low_s": min(p["bounds"]["low"][1], total), "upper_s": max(upper, total), "cap": cap,
+            "groups": groups, "bases": bases, "per_model": _per_model(running, est, target), "runs": p["runs"],
+            "skipped": p["skipped"], "device": target, "reference_device": ref_dev, "devices": devices,
+            "platform": platform, "reference_frameworks": p["frameworks"], "ratios": p["ratios"],
+            "ms_priced": sorted({cells[c].model for c in est.ratio if cells[c].model}),
+            # cells that take their batch in micro-batches there (harness.devices.memory.plan): priced at whole batches
+            "accumulated": sorted({f"{c.model} {AMP_PRECISION.get(c.amp, 'fp32')} ({pl.label})"
+                                   for c in running if (pl := host.plan(c)).steps > 1 and pl.label}),
+            "device_basis": devicescale.basis(ref_dev, target, used), "device_short": devicescale.short(used)}
+
+
+def _per_model(running: Sequence[Any], est: Any, target: str | None) -> dict[str, dict[str, Any]]:
+    """Per model: its cells that run, how many rest on a measured cell of the same model and precision on the
+    target's device kind (`here`; of them `own`: the same framework and mode too), on one measured on another device
+    kind and scaled (`scaled`, with those kinds), and on less (another precision, nothing)."""
+    out: dict[str, dict[str, Any]] = {}
+    for c in running:
+        m = out.setdefault(c.model or c.kind, {"cells": 0, "here": 0, "own": 0, "scaled": 0, "less": 0,
+                                               "kinds": set()})
+        m["cells"] += 1
+        donor, how = est.donor.get(c.id), est.how.get(c.id)
+        if donor is None or how not in ("measured", "like"):
+            m["less"] += 1
+        elif kind(donor.device) == kind(target):
+            m["here"] += 1
+            m["own"] += (donor.framework, donor.mode) == (c.framework, c.mode)
+        else:
+            m["scaled"] += 1
+            m["kinds"].add(donor.device or "a CPU")
+    return out
+
+
+def projection_lines(proj: dict[str, Any], run: Path | Sequence[Path]) -> list[str]:
+    """What `harness estimate` prints: the total and its range, the time per model, and what it rests on."""
+    shown = ", ".join(estimate.shown(f) for f in ([run] if isinstance(run, Path) else run))
+    b = proj["bases"]
+    priced = proj["ms_priced"]
+    out = [f"{proj['device']} x {proj['devices']}: about {duration(proj['total_s'])} for {proj['runs']} runs "
+           f"({proj['skipped']} skipped there), from {shown} ({proj['reference_device']})",
+           f"    range: {duration(proj['low_s'])} to {duration(proj['upper_s'])}: from the planned repeats"
+           + (" with MindSpore at each model's smallest CPU ratio" if priced else "")
+           + f", up to every comparison's repeats at the profile's max_repeats ({proj['cap']})"
+           + (" with MindSpore at the largest" if priced else "")]
+    for name, s in sorted(proj["groups"].items(), key=lambda kv: -kv[1]):
+        out.append(f"    {name:12} {duration(s)}")
+    out.append(f"    cells: {b.get('measured', 0)} measured there, {b.get('like', 0)} from a cell of the same model "
+               f"and precision, {b.get('model', 0)} from the same model at another precision, {b.get('kind', 0)} "
+               f"from another cell of their kind, {b.get('none', 0)} with nothing to go on")
+    out.append(f"    device: {proj['device_basis']}")
+    out += _mindspore_lines(proj)
+    # Per model: how many of its cells rest on a measured cell of the same model, precision and device kind.
+    here = kind(proj["device"])
+    for model, m in sorted(proj.get("per_model", {}).items()):
+        line = (f"    {model:12} {m['here']} of its {m['cells']} cells rest on a measured cell of the same model, "
+                f"precision and device kind ({here}; {m['own']} of the same framework and mode)")
+        if m["scaled"]:
+            line += f", {m['scaled']} on one measured on {', '.join(sorted(m['kinds']))}, scaled"
+        if m["less"]:
+            line += f", {m['less']} on less (another precision, or nothing)"
+        out.append(line)
+    if proj.get("accumulated"):
+        out.append(f"    priced at the whole batch's step time: {', '.join(proj['accumulated'])}, which take their "
+                   f"batch in micro-batches on this device (gradient accumulation: more, smaller kernels, slower per "
+                   f"sample; not measured on a device)")
+    out += [f"    not in the total: {line}" for line in _not_in_total(proj["platform"])]
+    return out
+
+
+def _mindspore_lines(proj: dict[str, Any]) -> list[str]:
+    """How MindSpore's cells are priced: from its own cells where a reference run measured MindSpore, else from
+    PyTorch's at MindSpore's CPU ratio, said plainly to be a weak proxy."""
+    ratios: frameworkratio.Ratios = proj["ratios"]
+    if not proj["ms_priced"]:
+        return ([] if "mindspore" in proj.get("reference_frameworks", {"mindspore"}) else
+                ["    MindSpore's cells at PyTorch's times: no committed run measured MindSpore on this platform"])
+    each = "; ".join(f"{m}: {ratios.overall(m):.2f}, {lo:.2f}-{hi:.2f}"
+                     for m in proj["ms_priced"] if (s := ratios.spread(m)) for lo, hi in [s])
+    bare = [m for m in proj["ms_priced"] if not ratios.spread(m)]
+    return [f"    MindSpore priced from its CPU ratio to PyTorch ({each}): no committed run measured MindSpore on "
+            f"this platform, so its cells take PyTorch's times with their training steps multiplied by MindSpore's "
+            f"steady seconds per sample over PyTorch eager's at the same precision in the committed CPU runs "
+            f"({', '.join(ratios.runs())}; per mode and AMP level where measured, the model's median and range shown)"
+            + (f"; at PyTorch's times with no ratio: {', '.join(bare)}" if bare else ""),
+            "    a CPU ratio is a weak proxy for a GPU's or an NPU's: on a CPU a step is the framework's host code and "
+            "CPU kernels, on a device its device kernels and how it launches them"]
+
+
+def _not_in_total(platform: str) -> list[str]:
+    """What a booking costs besides the cells, each on its own line: the image build and its downloads (the
+    preflight's host.toml [build.*], measured where it says so) and, on a GPU, MindSpore's first-run PTX JIT."""
+    from harness.preflight import data
+
+    try:
+        build = data.host()["build"].get(platform)
+    except (data.DataError, OSError, KeyError):
+        return []
+    out = [f"the image build: {build['time']}", f"its downloads: {build['download']}",
+           "the datasets: about 0.4 GB, downloaded and verified before the first cell (not timed here)"]
+    if platform == "cuda":
+        out.append("MindSpore's first run on an H100 (sm_90): the driver compiles its kernels from PTX, once per "
+                   "host and driver (docs/platforms/cuda.md; not measured here, MindSpore's FAQ gives about 5 "
+                   "minutes on a V100 for a release whose kernels were PTX)")
+    return out
