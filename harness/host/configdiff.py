@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from harness.paths import REPO
+from harness.paths import REPO, expected_run
 
 RUNS = REPO / "docs" / "runs"
 MEASURED = "docs/at-best/process_gap-resnet50-pytorch-{}.json"   # PyTorch's ResNet50 under each allocator
@@ -27,12 +27,6 @@ def _load(path: Path) -> dict[str, Any]:
         return json.loads(path.read_text())
     except (OSError, ValueError):
         return {}
-
-
-def expected_run(platform: str | None, profile: str | None) -> Path | None:
-    """The committed run the expected results of this platform and profile come from, if there is one."""
-    folder = RUNS / f"{platform}-{profile}"
-    return folder if (folder / "env.json").is_file() else None
 
 
 def allocators(env: dict[str, Any]) -> dict[tuple[str, str], str]:
