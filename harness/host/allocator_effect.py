@@ -14,6 +14,7 @@ table
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import sys
 from collections.abc import Sequence
@@ -26,12 +27,13 @@ from harness.claims.common import _mname
 from harness.claims.paper import BASELINE, PAPER_FASTER
 from harness.config import cellid
 from harness.host import configdiff
+from harness.paths import REPO, RUNS, expected_run
 from harness.results import measure
 from harness.results.store import RunStore
 
-FOLDER = configdiff.REPO / "docs" / "runs" / "allocator"
-SUMMARY = FOLDER / "effect.json"
-EXPECTED = configdiff.RUNS / "cpu-quick"     # the expected results' run, summarised the same way
+FOLDER = RUNS / "allocator"
+SUMMARY = REPO / configdiff.EFFECT
+EXPECTED = expected_run("cpu", "quick")     # the expected results' run, summarised the same way
 C1_MODELS = tuple(PAPER_FASTER)   # the models C1 compares
 # The one the banner and the check quote: the dense workload, where the paper found MindSpore faster and where
 # PyTorch's allocator was measured at the process level (docs/at-best/process_gap-*-pytorch-*.json).
@@ -82,29 +84,21 @@ def summarise_run(folder: Path) -> dict[str, Any]:
             "operators": ops, "c1": c1, "verdicts": {v: claims.get(v) for v in VERDICTS}}
 
 
-def outside(run: dict[str, Any], base: dict[str, Any]) -> list[str]:
-    """The operator configurations whose ratio in `run` lies outside `base`'s interval for it."""
-    want = {o["config"]: o["interval"] for o in base["operators"] if o["interval"]}
-    out = []
-    for o in run["operators"]:
-        iv = want.get(o["config"])
-        if iv and o["ratio"] is not None and not (iv[0] <= o["ratio"] <= (iv[1] if iv[1] is not None else o["ratio"])):
-            out.append(o["config"])
-    return out
-
-
-def summarise(folders: Sequence[Path], expected: Path = EXPECTED) -> dict[str, Any]:
+def summarise(folders: Sequence[Path], expected: Path | None = EXPECTED) -> dict[str, Any]:
     """Every committed run under docs/runs/allocator/ and the expected run beside them. The runs are compared with
     the first of them that has the expected results' allocators (the same host: the expected run's host may have
     another CPU, which moves every ratio on its own), each run's operator configurations outside that run's
     intervals listed: for the second run of that configuration, the host's own repeatability; for the others, what
     the allocator moves."""
-    ref = json.loads(json.dumps(summarise_run(expected)))    # copies: the cached ones stay as read
-    runs = [json.loads(json.dumps(summarise_run(f))) for f in folders]
+    if expected is None:
+        raise FileNotFoundError("no committed expected run (docs/runs/cpu-quick/env.json) to summarise beside the "
+                                "allocator runs")
+    ref = copy.deepcopy(summarise_run(expected))    # copies: the cached ones stay as read
+    runs = [copy.deepcopy(summarise_run(f)) for f in folders]
     base = next((r for r in runs if r["allocators"] == ref["allocators"]), runs[0] if runs else None)
     for r in runs:
         r["baseline"] = base["run"]
-        r["operators_outside_baseline"] = [] if r is base else outside(r, base)
+        r["operators_outside_baseline"] = [] if r is base else configdiff.outside(r, base)
     return {"expected": ref, "runs": runs, "headline": HEADLINE, "headline_name": _mname(HEADLINE)}
 
 
@@ -153,7 +147,7 @@ def folders(root: Path = FOLDER) -> list[Path]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m harness.host.allocator_effect", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--write", action="store_true", help=f"rewrite {SUMMARY.relative_to(configdiff.REPO)}")
+    ap.add_argument("--write", action="store_true", help=f"rewrite {configdiff.EFFECT}")
     args = ap.parse_args(argv)
     text = json.dumps(summarise(folders()), indent=1, sort_keys=True) + "\n"
     if args.write:
@@ -161,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     current = SUMMARY.read_text() if SUMMARY.is_file() else ""
     if current != text:
-        print(f"error: {SUMMARY.relative_to(configdiff.REPO)} is not what the runs beside it give; run `{FIX}`",
+        print(f"error: {configdiff.EFFECT} is not what the runs beside it give; run `{FIX}`",
               file=sys.stderr)
         return 2
     return 0

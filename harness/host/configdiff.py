@@ -16,7 +16,6 @@ from typing import Any
 
 from harness.paths import REPO, expected_run
 
-RUNS = REPO / "docs" / "runs"
 MEASURED = "docs/at-best/process_gap-resnet50-pytorch-{}.json"   # PyTorch's ResNet50 under each allocator
 KINDS = (("pytorch", "model", "PyTorch's cells"), ("mindspore", "model", "MindSpore's model cells"),
          ("mindspore", "operator", "MindSpore's operator cells"))
@@ -50,13 +49,18 @@ def allocator_signature(env: dict[str, Any]) -> str:
     return ", ".join(f"{fw} {kind} {got[(fw, kind)]}" for fw, kind, _ in KINDS if (fw, kind) in got)
 
 
-def effect(got: str, want: str, repo: Path = REPO) -> str:
+def throughput(name: str, repo: Path = REPO) -> dict[int, float]:
+    """{batch: images/s} of PyTorch's ResNet50 under allocator `name`, as committed (MEASURED); {} where not
+    measured."""
+    return {r["batch"]: r["harness"] for r in _load(repo / MEASURED.format(name)).get("rows", []) if r.get("harness")}
+
+
+def effect(got: str, want: str, repo: Path = REPO, measured: dict[str, dict[int, float]] | None = None) -> str:
     """PyTorch's ResNet50 throughput under allocator `got` against `want`, per batch, from the committed
-    measurements (benchmarks/process_gap.py); "" where either was not measured."""
-    rows = {}
-    for name in (got, want):
-        data = _load(repo / MEASURED.format(name))
-        rows[name] = {r["batch"]: r["harness"] for r in data.get("rows", []) if r.get("harness")}
+    measurements (benchmarks/process_gap.py; `measured`: them as `throughput` read them, and no file is read);
+    "" where either was not measured."""
+    rows = {name: (measured.get(name) or {}) if measured is not None else throughput(name, repo)
+            for name in (got, want)}
     batches = sorted(set(rows[got]) & set(rows[want]))
     if not batches:
         return ""
@@ -68,6 +72,11 @@ def effect(got: str, want: str, repo: Path = REPO) -> str:
 EFFECT = "docs/runs/allocator/effect.json"   # harness.host.allocator_effect: Figure 5 and C1 under each allocator
 
 
+def allocator_runs(repo: Path = REPO) -> dict[str, Any]:
+    """EFFECT as committed ({} where missing or unreadable)."""
+    return _load(repo / EFFECT)
+
+
 def _join(values: Any) -> str:
     return ", ".join(str(v) for v in values)
 
@@ -77,11 +86,12 @@ def _verdicts(claim: str, runs: list[dict[str, Any]]) -> str:
     return f"{claim} {got[0]} in every run" if len(set(got)) == 1 else f"{claim} {_join(got)}"
 
 
-def runs_effect(got: str, want: str, repo: Path = REPO) -> dict[str, str]:
+def runs_effect(got: str, want: str, repo: Path = REPO, data: dict[str, Any] | None = None) -> dict[str, str]:
     """What the committed runs under docs/runs/allocator measured with PyTorch's cells under `got` against `want`
     (the runs are told apart by that allocator: a host without tcmalloc changes every kind of cell at once), as
-    {"where": ..., "c1": ..., "figure5": ...} texts; {} where either configuration has no run."""
-    data = _load(repo / EFFECT)
+    {"where": ..., "c1": ..., "figure5": ...} texts; {} where either configuration has no run. `data`: EFFECT as
+    read already (no file is read then)."""
+    data = allocator_runs(repo) if data is None else data
     runs = {name: [r for r in data.get("runs", []) if r.get("pytorch_model_allocator") == name] for name in (got, want)}
     if not (runs[got] and runs[want]):
         return {}
@@ -105,20 +115,23 @@ def runs_effect(got: str, want: str, repo: Path = REPO) -> dict[str, str]:
                        f"{ops(want)}"}
 
 
-def runs_cpu_effect(got: str, want: str, repo: Path = REPO) -> str:
+def outside(run: dict[str, Any], base: dict[str, Any]) -> list[str]:
+    """The operator configurations whose ratio in `run` lies outside `base`'s interval for it (two summaries of
+    harness.host.allocator_effect; an interval without an upper end bounds only from below)."""
+    want = {o["config"]: o["interval"] for o in base.get("operators", []) if o.get("interval")}
+    return [o["config"] for o in run["operators"] if (iv := want.get(o["config"])) and o["ratio"] is not None
+            and not iv[0] <= o["ratio"] <= (iv[1] if iv[1] is not None else o["ratio"])]
+
+
+def runs_cpu_effect(got: str, want: str, repo: Path = REPO, data: dict[str, Any] | None = None) -> str:
     """What the committed runs measured between CPU `want` (the expected run's) and `got`, both with the expected
     results' allocators: C1's per-model ratios and how many of Figure 5's ratios left the expected run's intervals;
-    "" where docs/runs/allocator has no such run on `got`."""
-    data = _load(repo / EFFECT)
+    "" where docs/runs/allocator has no such run on `got`. `data`: EFFECT as read already (no file is read then)."""
+    data = allocator_runs(repo) if data is None else data
     ref = data.get("expected") or {}
     same = [r for r in data.get("runs", []) if r.get("cpu") == got and r.get("allocators") == ref.get("allocators")]
     if not same or ref.get("cpu") != want:
         return ""
-    want_iv = {o["config"]: o["interval"] for o in ref.get("operators", []) if o.get("interval")}
-
-    def out(r: dict[str, Any]) -> int:
-        return sum(1 for o in r["operators"] if (iv := want_iv.get(o["config"])) and o["ratio"] is not None
-                   and not iv[0] <= o["ratio"] <= (iv[1] if iv[1] is not None else o["ratio"]))
 
     def here(m: str) -> str:
         return _join(f"{r['c1'][m]['ratio']:.2f}" for r in same)
@@ -126,7 +139,7 @@ def runs_cpu_effect(got: str, want: str, repo: Path = REPO) -> str:
     c1 = "; ".join(f"{m} {ref['c1'][m]['ratio']:.2f} there, {here(m)} here"
                    for m in ref.get("c1", {}) if all(m in r["c1"] for r in same))
     return (f"measured with the same allocators ({EFFECT.rsplit('/', 1)[0]}, {len(same)} runs on {got}): C1's "
-            f"MindSpore/PyTorch ratios {c1}; Figure 5: {_join(out(r) for r in same)} of "
+            f"MindSpore/PyTorch ratios {c1}; Figure 5: {_join(len(outside(r, ref)) for r in same)} of "
             f"{len(same[0]['operators'])} ratios outside the expected run's intervals")
 
 

@@ -5,13 +5,16 @@ what is needed, verdict), then one line per failure saying what to do; exit 0 on
 
 The parts, each one job behind a plain contract:
 
-    host.py       probes: runs the commands and reads the files, returns their raw text (a `Host`), or loads
-                  the same from a folder of recorded outputs (the tests' fixtures)
+    host.py       probes: runs the commands and reads the files (this host's, and what the expected run
+                  recorded), returns their raw text and the facts (a `Host`): every fact a check reads, gathered
+                  in one place; records a `Host` to a folder and loads it back (--record, --host-dir, the tests'
+                  fixtures), so a recorded host is checked from its folder alone
     parse.py      pure parsers of that text: nvidia-smi, npu-smi info, docker info, podman version, version.info
     versions.py   version strings compared as NVIDIA and Ascend number them
     data.py       the minimums, from cuda.toml / ascend.toml / host.toml (every vendor fact is defined there once,
-                  with its source)
-    checks_*.py   verdicts: parsed facts + minimums -> `Row`s (no I/O)
+                  with its source), and the committed measurements the CPU rows quote
+    checks_*.py   verdicts: the `Host`'s facts + minimums -> `Row`s (no I/O: no file, program or environment
+                  variable is read; tests/test_preflight_recorded.py holds them to it)
     render.py     the table and the failure lines
     step.py       one SGD step of a tiny MLP in one framework on the device (runs in the venv or the image:
                   `python -m harness preflight-step`), and how to launch it

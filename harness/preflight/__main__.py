@@ -3,7 +3,9 @@
 exit 0 when every row passes or waits for `--build` (the line after the table says what to run next), 2 otherwise
 (a data file it cannot read: one `error:` line, exit 2).
 
---host-dir DIR evaluates a recorded host (tests/fixtures/preflight/<host>/) instead of probing this one.
+--host-dir DIR evaluates a recorded host (tests/fixtures/preflight/<host>/) instead of probing this one: every row
+comes from that folder's facts (and the harness's own data files), none from the host it runs on. --record DIR saves
+the host it checked in that form.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import platform as platform_mod
 import sys
 from pathlib import Path
 
+from harness.paths import REPO
 from harness.preflight import (
     Row,
     checks_allocator,
@@ -25,11 +28,13 @@ from harness.preflight import (
     render,
     step,
 )
-from harness.preflight.host import REPO, Host, collect
+from harness.preflight.host import Host, collect
 
 
 def evaluate(host: Host, cuda: dict, stacks: dict, hostdata: dict, steps: bool = True,
-             host_dir: bool = True) -> list[Row]:
+             measured: dict | None = None) -> list[Row]:
+    """The rows, from the host's facts and the data files' numbers alone (`measured`: data.measured(), what the
+    CPU rows quote). A row whose facts a recorded host lacks is left out, or says "not recorded"."""
     p, f = host.platform, host.facts
     container = f.get("mode") == "container"
     rows: list[Row] = []
@@ -40,18 +45,17 @@ def evaluate(host: Host, cuda: dict, stacks: dict, hostdata: dict, steps: bool =
     elif not container:
         rows += checks_common.python_rows(host, hostdata) + checks_common.openmp_rows(host)
     if p == "cpu":
-        rows.append(checks_allocator.row(f.get("env"), container))
+        rows.append(checks_allocator.row(host, measured))
         if not container:
-            rows.append(checks_allocator.tuning_row())
+            rows.append(checks_allocator.tuning_row(host))
     if container:
         rows += checks_common.engine_rows(host, hostdata, p)
         if p == "cuda":
             rows.append(checks_cuda.container_access_row(host, hostdata))
     rows.append(checks_common.disk_row(host, hostdata, p))
-    if not host_dir:   # a recorded host (the tests' fixtures) has no memory or data folder of its own
-        rows += [checks_host.memory_row(), checks_host.data_row()]
-        if p == "cpu":
-            rows.append(checks_allocator.cpu_row())
+    rows += checks_host.rows(host)
+    if p == "cpu" and "cpu" in f:
+        rows.append(checks_allocator.cpu_row(host, measured))
     if container:
         rows.append(checks_common.image_row(host, p))
     return rows + (checks_common.step_rows(host, p) if steps else [])
@@ -96,12 +100,14 @@ def main(argv: list[str] | None = None) -> int:
     where.add_argument("--container", action="store_true", help="cpu: check the CPU image instead of .venv")
     where.add_argument("--native", action="store_true", help="cuda/ascend: check $PYTHON instead of the image")
     ap.add_argument("--host-dir", help="a recorded host (tests/fixtures/preflight/NAME) instead of this one")
+    ap.add_argument("--record", metavar="DIR", help="save the host checked (its outputs and facts) to DIR, as "
+                                                     "--host-dir reads it")
     ap.add_argument("--no-step", action="store_true", help="leave out the training steps (and their rows)")
     ap.add_argument("--step-timeout", type=float, default=step.TIMEOUT_S, help="seconds per training step")
     ap.add_argument("--prog", default="preflight", help="the name failure lines start with")
     args = ap.parse_args(argv)
     try:
-        cuda, stacks, hostdata = data.cuda(), data.ascend(), data.host()
+        cuda, stacks, hostdata, measured = data.cuda(), data.ascend(), data.host(), data.measured()
     except (data.DataError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -113,12 +119,14 @@ def main(argv: list[str] | None = None) -> int:
                        cdi_paths=tuple(hostdata["nvidia_container_toolkit"]["cdi_specs"]), stacks=stacks)
         if not args.no_step:
             run_steps(host, cuda, args.step_timeout)
+    if args.record:
+        host.to_folder(Path(args.record))
     f = host.facts
     where_text = (f"in the image {f.get('image')} ({f.get('engine') or 'no engine'})" if f.get("mode") == "container"
                   else "natively")
     on = f"the recorded host {Path(args.host_dir).name}" if args.host_dir else platform_mod.node() or "this host"
     print(f"{args.prog} --check {host.platform}: {where_text}, on {on} ({f.get('machine', '?')})\n")
-    rows = evaluate(host, cuda, stacks, hostdata, steps=not args.no_step, host_dir=bool(args.host_dir))
+    rows = evaluate(host, cuda, stacks, hostdata, steps=not args.no_step, measured=measured)
     print(render.table(rows))
     sources = {**cuda.get("sources", {}), **hostdata.get("sources", {}),
                **{f"ascend.toml chip.{c}": {"title": "; ".join(s["sources"]), "url": "harness/preflight/ascend.toml"}

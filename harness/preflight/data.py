@@ -5,6 +5,9 @@
     ascend.toml  the stack per ASCEND_CHIP: npu-smi names, CANN / torch / torch_npu / MindSpore, HDK minimums
     host.toml    Python, disk per platform, docker (BuildKit), the NVIDIA Container Toolkit
 
+and the committed measurements the CPU rows quote (`measured`): PyTorch's ResNet50 under each allocator and the
+runs under docs/runs/allocator (harness.host.configdiff names the files).
+
 Read with tomllib, or harness/preflight/minitoml.py on Pythons before 3.11. A file that lacks a key the checks
 need is a `DataError` naming the file and the key (the preflight prints it as one `error:` line).
 """
@@ -13,6 +16,8 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
+
+from harness.host import allocator, configdiff
 
 HERE = Path(__file__).resolve().parent
 ASCEND_KEYS = {"npu_smi_names": list, "cann": str, "torch": str, "torch_npu": str, "mindspore": str,
@@ -116,6 +121,13 @@ def host(folder: Path = HERE) -> dict[str, Any]:
           f"{where} [nvidia_container_toolkit]")
     _check_cites(d, where)
     return d
+
+
+def measured() -> dict[str, Any]:
+    """{"throughput": {allocator: {batch: images/s}}, "runs": docs/runs/allocator/effect.json}, as committed
+    ({} where a file is missing: the rows then quote nothing)."""
+    return {"throughput": {name: configdiff.throughput(name) for name in allocator.CHOICES if name != "auto"},
+            "runs": configdiff.allocator_runs()}
 
 
 def source_line(data: dict[str, Any], name: str) -> str:
