@@ -14,9 +14,9 @@ import pytest
 from harness import cli
 from harness.config import matrix as matrix_mod
 from harness.devices import memory as devicememory
+from harness.devices.catalog import kind
 from harness.estimate import booking, devicescale, frameworkratio, stepmodel
 from harness.estimate import runtime as estimate
-from harness.profiling.peaks import kind
 from tests.conftest import REPO
 
 H100, H200, V100 = "NVIDIA H100 80GB HBM3", "NVIDIA H200", "Tesla V100-SXM2-32GB"
@@ -37,6 +37,9 @@ def test_a_v100_16_leaves_out_the_cells_it_cannot_hold_and_gives_a_range():
     # the runs of the one-device cells predicted too big for 16 GB: the run skips them, so does the estimate
     left_out = sum(c.repeats for c in cells if c.devices == 1 and devicememory.too_big(c, 16.0))
     assert big["skipped"] - none["skipped"] == left_out
+    # each cell's decision, asked once, is the one the memory rule makes (the docs' "left out" column reads it)
+    assert {cid for cid, d in big["decisions"].items() if d.plan.skip} == {c.id for c in cells
+                                                                           if devicememory.too_big(c, 16.0)}
     assert big["total_s"] < none["total_s"] or left_out == 0
     assert big["low_s"] <= big["total_s"] < big["upper_s"]      # the profile caps its repeats at 3, plans 2
     assert big["cap"] == matrix_mod.load().max_repeats("accelerator", None, None)

@@ -11,7 +11,7 @@ from harness.claims.common import CONTRADICTS, NOT_MEASURED, SUPPORTS, Claim, Pa
 from harness.claims.paper import INCONCLUSIVE
 from harness.config import matrix as matrix_mod
 from harness.launch import sequential
-from tests.conftest import REPO, harness, write_matrix
+from tests.helpers import REPO, harness, write_matrix
 
 TRIALS = 200
 
@@ -163,5 +163,5 @@ def test_the_estimate_reads_the_reference_runs_cell_times_extra_rounds_and_time_
     assert got["cells"] == 2 * 11.0 + 2 * 20.0 and got["extra"] == 11.0 and got["extra_runs"] == 1
     assert abs(got["outside"] - 27.0 * (62.0 + 11.0) / 73.0) < 1e-9
     line = estimate.line(todo, "quick", "cpu", 3, runs=tmp_path / "runs")
-    assert line.startswith("estimate: about 1m40s for 4 runs and the 1 more repeats") and "Test CPU, 2 cores" in line
+    assert line.startswith("estimate: about 1 min 40 s for 4 runs and the 1 more repeats") and "Test CPU, 2 cores" in line
     assert "no reference run" in estimate.line(todo, "target", "cpu", 3, runs=tmp_path / "runs")

@@ -116,8 +116,8 @@ def test_the_progress_line_keeps_the_estimate_current():
     clock = iter([0.0, 20.0, 20.0, 40.0]).__next__
     p = RunProgress(3, clock=clock, planned=[10.0, 10.0, 20.0])
     line = p.finished(20.0)                     # twice its estimate: what is left doubles
-    assert "about 1m00s left by the estimate" in line and "2.00x" in line
-    assert "about 40s left by the estimate" in p.finished(None)   # a kept or skipped run: no new evidence
+    assert "about 1 min 00 s left by the estimate" in line and "2.00x" in line
+    assert "about 40 s left by the estimate" in p.finished(None)   # a kept or skipped run: no new evidence
     assert "left" not in p.finished(20.0)
 
 

@@ -12,11 +12,10 @@ CPU, the same two bytes as a device's fp16). Every other cell of the model takes
 compile cells their eager twin's, MindSpore's cells their PyTorch twin's (fp32 for AMP off, autocast's for O2 and
 O3), and a data-parallel cell adds one copy of the gradients (DistributedDataParallel's buckets, per device).
 
-What a device has: its memory as sold (DEVICES, the vendors' figures), or the host's own device as NVML, nvidia-smi
-or npu-smi report it (harness.devices.query.host_memory), read once when a run starts. harness.host.plan.Host asks
-`plan`
-for every cell, so the runner knows before a cell starts how it runs there, and `harness list` / `harness estimate`
-say the same:
+What a device has: its memory as sold (DEVICES: harness.devices.catalog's sizes, the vendors' figures), or the
+host's own device as NVML, nvidia-smi or npu-smi report it (harness.devices.query.host_memory), read once when a run
+starts. harness.host.plan.Host asks `plan` for every cell, so the runner knows before a cell starts how it runs there,
+and `harness list` / `harness estimate` say the same:
 - its whole batch at once where it fits;
 - else, for a model that accumulates gradients (contracts.AccumulatingModel), its batch as k micro-batches of
   batch / k, k the smallest divisor of the batch from 2 up whose micro-batch fits: the cell's accumulation_steps, one
@@ -42,7 +41,7 @@ from typing import Any
 
 from harness.config.cell import Cell
 from harness.config.spec import ModelSpec
-from harness.devices import accumulation
+from harness.devices import accumulation, catalog
 from harness.devices.accumulation import FORCE
 from harness.errors import HarnessError
 from harness.paths import HARNESS
@@ -59,53 +58,28 @@ NOT_SIZES = frozenset({"lr", "momentum", "weight_decay", "warmup_epochs", "warmu
                        "adam_eps", "bn_momentum_pt", "bn_eps", "dropout", "clip_norm", "mask_rate"})
 
 
-@dataclass(frozen=True)
-class Device:
-    name: str
-    gib: float        # as sold: the vendors' "GB" of HBM is binary (an H200 "141 GB" showed 143,771 MiB to nvidia-smi)
-    names: tuple[str, ...]   # fragments of the names nvidia-smi / npu-smi / the estimate's bookings give it
-    source: str
-
-
-DEVICES = {d.name: d for d in (
-    Device("V100-16", 16, ("V100-SXM2-16GB", "V100-PCIE-16GB", "V100-16"),
-           "NVIDIA Tesla V100 datasheet: 16 GB or 32 GB HBM2"),
-    Device("V100-32", 32, ("V100-SXM2-32GB", "V100-PCIE-32GB", "V100S", "V100-32"),
-           "NVIDIA Tesla V100 datasheet: 16 GB or 32 GB HBM2"),
-    Device("A100-40", 40, ("A100-SXM4-40GB", "A100-PCIE-40GB", "A100-40"),
-           "NVIDIA A100 datasheet: 40 GB HBM2 or 80 GB HBM2e"),
-    Device("A100-80", 80, ("A100-SXM4-80GB", "A100 80GB", "A100-80"),
-           "NVIDIA A100 datasheet: 40 GB HBM2 or 80 GB HBM2e"),
-    Device("H100-80", 80, ("H100 80GB", "H100 PCIe", "H100-80"), "NVIDIA H100 datasheet: 80 GB (SXM5, PCIe)"),
-    Device("H200-141", 141, ("H200", "H200-141"), "NVIDIA H200 datasheet: 141 GB HBM3e"),
-    Device("910-32", 32, ("Ascend910", "910-32"),
-           "the study's host (8x Ascend 910, 32 GB); Huawei Atlas 300T training card (model 9000): 32 GB HBM"),
-    Device("910B-64", 64, ("Ascend910B", "910B-64"),
-           "Huawei Atlas 800T A2: Ascend 910B1-B3 with 64 GB HBM each (the 910B4 has 32 GB)"),
-)}
+# The memory table: the catalog's sizes (harness.devices.catalog), the vendors' figures as sold.
+Device = catalog.Device
+DEVICES = catalog.sizes()
 
 
 def device(name: str) -> Device:
     """The table's device for a name: a key of DEVICES (V100-16), or a device name as nvidia-smi, npu-smi or the
-    estimate's bookings give it ('Tesla V100-SXM2-32GB', Ascend910B); a HarnessError for one the table lacks."""
-    if name in DEVICES:
-        return DEVICES[name]
-    # The longest fragment found wins, so "Ascend910B" is never taken for "Ascend910".
-    hits = sorted(((len(f), d) for d in DEVICES.values() for f in d.names if f.lower() in name.lower()),
-                  key=lambda h: -h[0])
-    if not hits:
+    estimate's bookings give it ('Tesla V100-SXM2-32GB', Ascend910B; harness.devices.catalog.match); a HarnessError
+    for one the table lacks or whose name does not say its memory ('Tesla V100')."""
+    found = catalog.sized(name)
+    if found is None:
         raise HarnessError(f"--device {name!r}: no such device in the memory table; name one of: "
                            f"{', '.join(DEVICES)}")
-    return hits[0][1]
+    return found
 
 
 def table_gib(name: str | None) -> tuple[float | None, str]:
     """(GiB, source) of a named device from the table; (None, why) for a name it lacks."""
-    try:
-        d = device(name or "")
-    except HarnessError:
+    found = catalog.sized(name)
+    if found is None:
         return None, f"{name or 'the device'} is not in the memory table"
-    return float(d.gib), f"{d.name} as sold"
+    return float(found.gib), f"{found.name} as sold"
 
 
 def switched_off() -> bool:
@@ -136,7 +110,9 @@ def load(path: Path = PREDICTIONS) -> dict[str, Any]:
 
 
 def precision(amp: str) -> str:
-    return "fp32" if amp == "off" else "amp"
+    """The predictions' word for the cell's precision (harness.devices.catalog.precision): "fp32", or "amp" for
+    autocast's trace."""
+    return catalog.TRACED[catalog.precision(amp)]
 
 
 @dataclass(frozen=True)

@@ -13,16 +13,18 @@ from collections.abc import Sequence
 
 from harness.config import matrix
 from harness.devices import memory as devicememory
-from harness.docs.render import Run, duration
+from harness.docs.render import Run
 from harness.estimate import booking
 from harness.estimate import runtime as estimate
+from harness.results.units import duration
 
-# (who books it, profile, platform, device name as its tool reports it, devices): the hosts ARTIFACT.md promises a fit.
+# (who books it, profile, platform, device name as its tool reports it, devices): the hosts ARTIFACT.md promises a fit,
+# the estimate's bookings (harness.estimate.booking.BOOKINGS); None: the device the committed runs measured.
 HOSTS = (
     ("one NVIDIA H200 (the GPU the runs measured)", "accelerator", "cuda", None, 1),
-    ("one NVIDIA V100 (a day's cloud booking)", "accelerator", "cuda", "Tesla V100-SXM2-32GB", 1),
-    ("one NVIDIA H100", "accelerator", "cuda", "NVIDIA H100 80GB HBM3", 1),
-    ("an Ascend 910 server, 8 NPUs (the paper's)", "accelerator", "ascend", "Ascend910", 8),
+    ("one NVIDIA V100 (a day's cloud booking)", "accelerator", *booking.BOOKINGS["V100"]),
+    ("one NVIDIA H100", "accelerator", *booking.BOOKINGS["H100"]),
+    ("an Ascend 910 server, 8 NPUs (the paper's)", "accelerator", *booking.BOOKINGS["910x8"]),
     ("one NVIDIA H200, the quick profile", "quick", "cuda", None, 1),
 )
 
@@ -46,8 +48,9 @@ def accelerator_estimates(runs: Sequence[Run]) -> str:
         p = booking.project(m, profile, platform, run=folders, device=device, devices=devices, memory=memory)
         parts = sorted(p["groups"].items(), key=lambda kv: -kv[1])[:3]
         priced.update(p["ms_priced"])
-        big = sorted({f"{c.model} {devicememory.precision(c.amp)}" for c in m.expand(profile)
-                      if devicememory.too_big(c, memory[0]) and c.model and c.devices_per_node <= devices})
+        # the cells the run there skips for memory, as the estimate decided them
+        big = sorted({f"{d.cell.model} {devicememory.precision(d.cell.amp)}" for d in p["decisions"].values()
+                      if d.plan.skip and d.cell.model and d.cell.devices_per_node <= devices})
         rows.append(f"| {who} | {profile} | {duration(p['total_s'])} for {p['runs'] - p['skipped']} runs "
                     f"({duration(p['low_s'])} to {duration(p['upper_s'])}) | "
                     + ", ".join(f"{name} {duration(s)}" for name, s in parts) + " | "

@@ -1,7 +1,7 @@
 """The Markdown of docs/methodology/device-memory.md's rendered blocks (harness.docs.blocks), made from the committed
-predictions (harness/devices/devicememory.json), the device table (harness.devices.memory.DEVICES) and the accelerator
-profile's
-cells (harness/config/matrix.toml): the same data the runner's skip decision reads, so the page says what a run will do.
+predictions (harness/devices/devicememory.json), the device table (harness.devices.memory.DEVICES, the sizes of
+harness.devices.catalog) and the accelerator profile's cells (harness/config/matrix.toml): the same data the runner's
+skip decision reads, so the page says what a run will do.
 
     memory_table(runs)   per model and precision: size, data, the predicted peak and its parts
     fit_plan(runs)       per device of PLAN: its usable memory, the cells a run there accumulates and those it skips

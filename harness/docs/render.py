@@ -3,7 +3,7 @@
 the same text.
 
     Run.load(path)      a run folder: meta (run.json), env (env.json), results
-    duration(seconds)   "42 s", "12 min 34 s", "1 h 01 min 13 s": every time the docs show
+    duration(seconds)   "42 s", "12 min 34 s", "1 h 01 min 13 s": every time the docs show (harness.results.units)
     checklist_times, workflow_times, kick_the_tires, expected_cpu, expected_summary, time_to_target, readme_times,
     why_sentences, why: (runs) -> Markdown
 """
@@ -25,6 +25,7 @@ from harness.estimate import runtime as estimate
 from harness.report import explain
 from harness.results.measure import LEVEL, interval_text
 from harness.results.store import RunStore
+from harness.results.units import duration
 
 PATH_FLAGS = {"--out": "DIR"}          # argv flags whose path value is shown as a placeholder
 DROPPED_FLAGS = ("--data-dir", "--matrix", "--out")   # flags whose path value (and the flag) is left out
@@ -164,13 +165,6 @@ class Run:
 
     def claims(self) -> list[claim_rules.Claim]:
         return claim_rules.evaluate(self.results, platform=self.meta["platform"], profile=self.profile)
-
-
-def duration(seconds: float) -> str:
-    s = int(round(seconds))
-    h, rest = divmod(s, 3600)
-    m, s = divmod(rest, 60)
-    return f"{h} h {m:02d} min {s:02d} s" if h else f"{m} min {s:02d} s" if m else f"{s} s"
 
 
 def seconds(x: float | None) -> str:

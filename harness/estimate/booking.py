@@ -17,17 +17,40 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
+from harness.config.cell import Cell
+from harness.devices import catalog
+from harness.devices.catalog import kind
+from harness.devices.memory import Plan
 from harness.estimate import devicescale, frameworkratio
 from harness.estimate import runtime as estimate
-from harness.launch.progress import duration
-from harness.profiling.peaks import AMP_PRECISION, kind
+from harness.results.units import duration
 
-# The devices the accelerator profile is sized for, as the reference runs' device names read (harness.profiling.peaks).
-BOOKINGS = {"V100": ("cuda", "Tesla V100-SXM2-32GB", 1), "H100": ("cuda", "NVIDIA H100 80GB HBM3", 1),
-            "H200": ("cuda", "NVIDIA H200", 1), "910x8": ("ascend", "Ascend910", 8)}
+if TYPE_CHECKING:
+    from harness.host.plan import Host
+
+# The devices the accelerator profile is sized for, named as their tools report them (harness.devices.catalog):
+# (platform, device, devices).
+BOOKINGS = {"V100": catalog.booking("V100-32"), "H100": catalog.booking("H100-80"),
+            "H200": catalog.booking("H200-141"), "910x8": catalog.booking("910-32", 8)}
 TRAINS = ("model", "scaling")
+
+
+class Decision(NamedTuple):
+    """What the host decided for a cell, asked once: why it does not run (None: it runs), and how it runs."""
+    cell: Cell
+    verdict: str | None
+    plan: Plan
+
+
+def decide(host: Host, cells: Iterable[Cell]) -> dict[str, Decision]:
+    """Each cell's verdict and plan on the host (harness.host.plan.Host), asked once per cell."""
+    out: dict[str, Decision] = {}
+    for c in cells:
+        if c.id not in out:
+            out[c.id] = Decision(c, host.verdict(c), host.plan(c))
+    return out
 
 
 def project(matrix, profile: str, platform: str, *, run: Path | Sequence[Path], device: str | None, devices: int,
@@ -36,7 +59,7 @@ def project(matrix, profile: str, platform: str, *, run: Path | Sequence[Path], 
     every framework installed, from the reference run folder(s) `run` (of any platform: an Ascend host's estimate
     scales a GPU run): per model (operators together), the total, the range (module docstring), the cells' bases and
     per model their device kinds. `memory`: each device's (GiB, source): cells predicted not to fit are skipped, as
-    the run skips them (harness.devices.memory)."""
+    the run skips them (harness.devices.memory). `decisions`: each cell's Decision, the host asked once per cell."""
     from harness.config.matrix import schedule
     from harness.host.plan import Host
 
@@ -46,8 +69,9 @@ def project(matrix, profile: str, platform: str, *, run: Path | Sequence[Path], 
     ref_dev = estimate.reference_device(folders[0])
     target = device or ref_dev
     other = device if device and kind(device) != kind(ref_dev) else None
-    p = estimate.plan(todo, folders, here=other, synthetic=synthetic, skip=host.verdict, on_device=platform != "cpu",
-                      bounds=True)
+    decided = decide(host, (c for c, _ in todo))
+    p = estimate.plan(todo, folders, here=other, synthetic=synthetic, skip=lambda c: decided[c.id].verdict,
+                      on_device=platform != "cpu", bounds=True)
     est = p["estimate"]
     groups: dict[str, float] = {}
     for cell, repeat in todo:
@@ -58,26 +82,27 @@ def project(matrix, profile: str, platform: str, *, run: Path | Sequence[Path], 
     for h in p["how"].values():
         bases[h] = bases.get(h, 0) + 1
     cells = {c.id: c for c, _ in todo}
-    running = [c for c in cells.values() if c.kind in TRAINS and not host.verdict(c)]
+    running = [d.cell for d in decided.values() if d.cell.kind in TRAINS and not d.verdict]
     # The most the sequential repeats can add: every cell a comparison rests on (claim_repeats > repeats) run to the
     # profile's cap, at its estimated seconds a repeat (MindSpore's at the largest ratio), and the time outside the
     # cells in proportion.
     cap = matrix.max_repeats(profile, None, None)
     high, high_total = p["bounds"]["high"]
-    more = sum(high.per_cell[c.id] * (cap - c.repeats) for c in cells.values()
-               if c.repeats > 1 and c.repeats < cap and not host.verdict(c))
+    more = sum(high.per_cell[d.cell.id] * (cap - d.cell.repeats) for d in decided.values()
+               if d.cell.repeats > 1 and d.cell.repeats < cap and not d.verdict)
     total = p["cells"] + p["extra"] + p["outside"]
     upper = high_total + more * (1 + p["outside"] / max(p["cells"] + p["extra"], 1e-9))
-    used = {(c.model, AMP_PRECISION.get(c.amp, "fp32")): est.scale[c.id] for c in running if c.id in est.scale}
+    used = {(c.model, catalog.precision(c.amp)): est.scale[c.id] for c in running if c.id in est.scale}
     return {"total_s": total, "low_s": min(p["bounds"]["low"][1], total), "upper_s": max(upper, total), "cap": cap,
             "groups": groups, "bases": bases, "per_model": _per_model(running, est, target), "runs": p["runs"],
             "skipped": p["skipped"], "device": target, "reference_device": ref_dev, "devices": devices,
             "platform": platform, "reference_frameworks": p["frameworks"], "ratios": p["ratios"],
             "ms_priced": sorted({cells[c].model for c in est.ratio if cells[c].model}),
             # cells that take their batch in micro-batches there (harness.devices.memory.plan): priced at whole batches
-            "accumulated": sorted({f"{c.model} {AMP_PRECISION.get(c.amp, 'fp32')} ({pl.label})"
-                                   for c in running if (pl := host.plan(c)).steps > 1 and pl.label}),
-            "device_basis": devicescale.basis(ref_dev, target, used), "device_short": devicescale.short(used)}
+            "accumulated": sorted({f"{c.model} {catalog.precision(c.amp)} ({pl.label})"
+                                   for c in running if (pl := decided[c.id].plan).steps > 1 and pl.label}),
+            "device_basis": devicescale.basis(ref_dev, target, used), "device_short": devicescale.short(used),
+            "decisions": decided}
 
 
 def _per_model(running: Sequence[Any], est: Any, target: str | None) -> dict[str, dict[str, Any]]:

@@ -1,7 +1,7 @@
 """How many times longer a training step takes on one device than on the device a committed cell was measured on: the
 estimate's device factor (harness.estimate.stepmodel), said in its output with what it rests on.
 
-1. The same device kind (harness.profiling.peaks.kind: an "NVIDIA H200" is an "H200"): 1, the cell's own times.
+1. The same device kind (harness.devices.catalog.kind: an "NVIDIA H200" is an "H200"): 1, the cell's own times.
 2. Measured: where both devices have a committed run of the same benchmark at the accelerator profile's sizes
    (MEASURED: benchmarks/reference_gap.py --preset accelerator, one file per device), the ratio of the two devices'
    steady throughputs of the model's reference loop at the precision. The reference loops, not the harness's own
@@ -10,7 +10,7 @@ estimate's device factor (harness.estimate.stepmodel), said in its output with w
    measured factor scales the whole step: the host's part was measured with it.
 3. Else the stated rule: the slower of the two devices' dense-peak ratio at the precision (fp16's where one publishes
    no figure at it: the Ascend 910 has no FP32 figure) and their memory-bandwidth ratio (vendor figures,
-   harness.profiling.peaks), scaling the device's part of a step (its busy share); the peaks alone where a bandwidth
+   harness.devices.catalog), scaling the device's part of a step (its busy share); the peaks alone where a bandwidth
    is not published. A factor from vendor figures is a bound on the device, not a measurement of the step.
 """
 
@@ -20,13 +20,14 @@ import functools
 import json
 from dataclasses import dataclass
 
+from harness.devices import catalog
+from harness.devices.catalog import bandwidth, kind, peak
 from harness.paths import REPO
-from harness.profiling.peaks import AMP_PRECISION, bandwidth, kind, peak
 
-# (the device as its tool names it, the committed reference_gap.py --preset accelerator run made on it): each file's
-# device is stated in docs/methodology/at-best.md (the files record the host's CPU, not its GPU).
-MEASURED = (("NVIDIA H200", "docs/at-best/reference_gap-h200-2026-11-26.json"),
-            ("NVIDIA H100 80GB HBM3", "docs/at-best/reference_gap-h100-2026-11-27.json"))
+# (the device, a key of harness.devices.catalog, the committed reference_gap.py --preset accelerator run made on it):
+# each file's device is stated in docs/methodology/at-best.md (the files record the host's CPU, not its GPU).
+MEASURED = (("H200-141", "docs/at-best/reference_gap-h200-2026-11-26.json"),
+            ("H100-80", "docs/at-best/reference_gap-h100-2026-11-27.json"))
 
 
 @dataclass(frozen=True)
@@ -45,7 +46,7 @@ def throughputs(device: str | None) -> dict[tuple[str, str], float]:
     for f in files:
         for row in json.loads(f.read_text()).get("rows", []):
             if row.get("status") == "ok" and row.get("reference"):
-                out[row["model"], AMP_PRECISION.get(row.get("amp") or "off", "fp32")] = float(row["reference"])
+                out[row["model"], catalog.precision(row.get("amp"))] = float(row["reference"])
     return out
 
 
@@ -123,7 +124,7 @@ def basis(ref: str | None, here: str | None, used: dict[tuple[str, str], Scale])
         rule = (f"dense peaks {', '.join(peaks)}" if peaks else "no peak known") + (
             f", memory bandwidth {bw:.2f}x" if bw else f", no bandwidth published for {here}")
         parts.append("by the stated rule, the slower of the dense-peak and the memory-bandwidth ratio (vendor "
-                     f"figures, harness/profiling/peaks.py: {rule}), on the device's part of a step: "
+                     f"figures, harness/devices/catalog.py: {rule}), on the device's part of a step: "
                      + ", ".join(f"{m} {p} {s.factor:.2f}x ({s.how})" for (m, p), s in sorted(ruled.items())))
     if not parts:
         return f"from {ref} to {here}: nothing scaled"

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from statistics import median
 
-from harness.profiling.peaks import AMP_PRECISION
+from harness.devices import catalog
 
 PRICED = "mindspore"     # the framework priced from its ratio
 AGAINST = ("pytorch", "eager")   # ... to this framework and mode
@@ -71,10 +71,10 @@ def measured(pools: Mapping[Path, Mapping[str, object]]) -> Ratios:
     out = Ratios()
     for run, pool in sorted(pools.items()):
         ok = [d for d in pool.values() if d.ok and d.kind in ("model", "scaling") and d.per_sample_s > 0]
-        base = {(d.model, d.kind, d.devices, AMP_PRECISION.get(d.amp, "fp32")): d for d in ok
+        base = {(d.model, d.kind, d.devices, catalog.precision(d.amp)): d for d in ok
                 if (d.framework, d.mode) == AGAINST}
         for d in ok:
-            twin = base.get((d.model, d.kind, d.devices, AMP_PRECISION.get(d.amp, "fp32")))
+            twin = base.get((d.model, d.kind, d.devices, catalog.precision(d.amp)))
             if d.framework == PRICED and twin is not None:
                 out.found.append(Ratio(d.model, d.mode, d.amp, d.per_sample_s / twin.per_sample_s, run.name, d.cell))
     return out

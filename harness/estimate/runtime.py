@@ -19,13 +19,14 @@ from pathlib import Path
 from typing import Any
 
 from harness.config.cell import Cell
+from harness.devices.catalog import kind
+from harness.devices.query import run_device
 from harness.estimate import frameworkratio, stepmodel
 from harness.launch import turns
-from harness.launch.progress import duration
 from harness.paths import REPO
-from harness.profiling.peaks import kind, run_device
 from harness.results import measure
 from harness.results.store import RunStore
+from harness.results.units import duration
 
 RUNS = REPO / "docs" / "runs"
 
@@ -81,8 +82,13 @@ def plan(todo: Sequence[tuple[Cell, int]], run: Path | Sequence[Path], *, here: 
     Estimate with every such MindSpore cell at its model's smallest or largest ratio, its total seconds).
     `run`: the reference run folder, or several whose step times serve (the rounds and the time outside the cells are
     the first one's); `here`: this host's device name, where it differs from the reference's; `synthetic`: the
-    datasets this run generates; `skip(cell)`: why a cell will not run here."""
+    datasets this run generates; `skip(cell)`: why a cell will not run here, asked once per cell however many
+    estimates (bounds=True: three) read it."""
     folders = [run] if isinstance(run, Path) else list(run)
+    why: dict[str, str | None] = {}
+    for cell, _ in todo:
+        if cell.id not in why:
+            why[cell.id] = skip(cell)
     meta = RunStore(folders[0]).read_meta() if folders else {}
     times = per_cell(folders[0]) if folders else {}
     pool = stepmodel.donors(folders[::-1])   # the first folder's cells before the others' (a later one wins)
@@ -93,8 +99,8 @@ def plan(todo: Sequence[tuple[Cell, int]], run: Path | Sequence[Path], *, here: 
     ref_fake = set().union(*(_synthetic_of(RunStore(f).read_meta(), pool) for f in folders)) if folders else set()
 
     def priced(pick: Callable[[Cell], float | None]) -> stepmodel.Estimate:
-        return stepmodel.plan(todo, pool, here=here, synthetic=synthetic, ref_synthetic=ref_fake, skip=skip,
-                              on_device=on_device,
+        return stepmodel.plan(todo, pool, here=here, synthetic=synthetic, ref_synthetic=ref_fake,
+                              skip=lambda c: why[c.id], on_device=on_device,
                               ratio=lambda c, d: (pick(c) or 1.0) if c.framework == frameworkratio.PRICED else 1.0)
 
     est = priced(lambda c: ratios.central(c.model, c.mode, c.amp))
@@ -158,7 +164,7 @@ def _synthetic_of(meta: dict[str, Any], pool: dict[str, stepmodel.Donor]) -> set
 
 
 def reference_device(run: Path) -> str | None:
-    """The device a reference run measured on: its accelerator (harness.profiling.peaks.run_device), else its CPU's
+    """The device a reference run measured on: its accelerator (harness.devices.query.run_device), else its CPU's
     model."""
     store = RunStore(run)
     env = store.read_env()

@@ -35,9 +35,10 @@ from typing import Any
 from harness import profiling
 from harness.config.cell import Cell
 from harness.config.spec import ModelSpec
+from harness.devices import catalog
+from harness.devices.query import run_device
 from harness.estimate import devicescale
 from harness.launch import turns
-from harness.profiling.peaks import AMP_PRECISION, run_device
 from harness.results.store import RunStore
 
 ALL = "*"   # in a set of synthetic datasets: every dataset
@@ -169,8 +170,8 @@ def pick(cell: Cell, pool: dict[str, Donor]) -> tuple[Donor | None, str]:
         return pool[cell.id], "measured"   # the same cell at the same settings
     if cell.kind in ("model", "scaling"):
         same_kind = [d for d in pool.values() if d.model == cell.model and d.kind in ("model", "scaling")]
-        prec = AMP_PRECISION.get(cell.amp, "fp32")
-        like = [d for d in same_kind if AMP_PRECISION.get(d.amp, "fp32") == prec]
+        prec = catalog.precision(cell.amp)
+        like = [d for d in same_kind if catalog.precision(d.amp) == prec]
         for group, how in ((like, "like"), (same_kind, "model")):
             if group:   # the same framework and mode first, then the same framework, then PyTorch eager's
                 return min(group, key=lambda d: (d.framework != cell.framework, d.mode != cell.mode,
@@ -292,7 +293,7 @@ def plan(todo: Sequence[tuple[Cell, int]], pool: dict[str, Donor], *, here: str 
                 if donor is None:
                     per_cell[cell.id] = first[cell.id] = 0.0
                 else:
-                    dtype = (cell.spec.dtype if cell.kind == "operator" else AMP_PRECISION.get(cell.amp, "fp32"))
+                    dtype = (cell.spec.dtype if cell.kind == "operator" else catalog.precision(cell.amp))
                     s = devicescale.scale(donor.device, here, cell.model, dtype)
                     r = ratio(cell, donor) if cell.framework != donor.framework else 1.0
                     out.donor[cell.id], out.scale[cell.id] = donor, s

@@ -10,15 +10,9 @@ from typing import Any
 
 from harness.config.spec import ModelSpec
 from harness.results import eventlog
+from harness.results.units import duration
 
 EPOCH_LINE_EVERY_S = 10.0    # at most one epoch line per this many seconds: long cells only, never a flood
-
-
-def duration(seconds: float) -> str:
-    seconds = int(round(seconds))
-    h, rest = divmod(seconds, 3600)
-    m, s = divmod(rest, 60)
-    return f"{h}h{m:02d}m" if h else f"{m}m{s:02d}s" if m else f"{s}s"
 
 
 class RunProgress:

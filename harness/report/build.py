@@ -296,7 +296,8 @@ def share_of_peak(rows: list[dict[str, Any]], hosts: list[dict[str, Any]]) -> No
     Achieved = FLOPs per sample x the mean throughput of the epochs after the first (samples/s); share = achieved /
     harness.profiling.peaks.peak(device, precision), None where no peak is known (a CPU, an Ascend 910B). None as
     a whole where no count was made (no profiled PyTorch cell of the model in the group)."""
-    from harness.profiling.peaks import AMP_PRECISION, peak, run_device
+    from harness.devices import catalog
+    from harness.profiling.peaks import peak, run_device
 
     counted: dict[tuple[str, str], tuple[float, str]] = {}
     for r in rows:
@@ -312,7 +313,7 @@ def share_of_peak(rows: list[dict[str, Any]], hosts: list[dict[str, Any]]) -> No
             continue
         fps, source = found
         name = run_device(*platform.get(r["host"], (r.get("platform"), {})))
-        precision = AMP_PRECISION.get(r["amp"], "fp32")
+        precision = catalog.precision(r["amp"])
         top = peak(name, precision)
         achieved = fps * rate
         r["limit"] = {"flops_per_sample": fps, "counted_by": source, "flops_per_s": achieved, "device": name,
