@@ -81,6 +81,31 @@ show() {  # print a command as one copy-pastable shell line
   for a in "$@"; do out+="$(printf '%q' "$a") "; done
   echo "${out% }"
 }
+host_python() {  # host_python WHAT: $pf, the host's python3 (3.8 or newer), which runs harness/preflight; none: refused
+  pf="$(command -v python3 || command -v python3.11 || true)"
+  [ -n "$pf" ] || die "$1 needs python3 (3.8 or newer) to run harness/preflight; install it"
+  "$pf" -c 'import sys; sys.exit(sys.version_info < (3, 8))' 2> /dev/null \
+    || die "$1 needs Python 3.8 or newer; $pf does not run or is older: install a newer python3"
+}
+# ask [-q] PYTHON QUESTION ARGS...: what harness/preflight/shell.py decides, in that Python: its `say` lines on stderr,
+# each other `NAME VALUE` line kept as $NAME (npu and package: the arrays npus and packages); its refusal (exit 2) ends
+# the script, any other failure is returned. -q: that Python's own stderr is not shown.
+ask() {
+  local quiet="" answer key value rc=0
+  [ "$1" != -q ] || { quiet=1; shift; }
+  answer="$([ -z "$quiet" ] || exec 2> /dev/null
+            cd "$here" && PYTHONPATH="$here${PYTHONPATH:+:$PYTHONPATH}" "$1" -m harness.preflight.shell "${@:2}")" || rc=$?
+  while read -r key value; do
+    case "$key" in
+      say) echo "$value" >&2 ;;
+      npu) npus+=("$value") ;;
+      package) packages+=("$value") ;;
+      ?*) printf -v "$key" '%s' "$value" ;;
+    esac
+  done <<< "$answer"
+  [ "$rc" != 2 ] || exit 2
+  return "$rc"
+}
 
 # The command line as typed, recorded in the run folder (run.json) so that a reader knows what made it.
 export HARNESS_COMMAND="./reproduce.sh $(show "$@")"
@@ -102,6 +127,7 @@ resume=0
 where=""
 data_dir="${HARNESS_DATA_DIR:-$here/data}"
 synthetic=""
+only=""
 run_args=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -121,7 +147,7 @@ while [ $# -gt 0 ]; do
       synthetic=all
       if [ $# -ge 2 ] && [ "${2#-}" = "$2" ]; then synthetic="$2"; shift; fi ;;
     --synthetic=*) synthetic="${1#--synthetic=}"; [ -n "$synthetic" ] || die "--synthetic= needs dataset names, e.g. --synthetic=cifar10" ;;
-    --only) [ $# -ge 2 ] || die "--only needs a pattern"; run_args+=(--only "$2"); shift ;;
+    --only) [ $# -ge 2 ] || die "--only needs a pattern"; only="$2"; run_args+=(--only "$2"); shift ;;
     --resume) resume=1; run_args+=(--resume) ;;
     --repeats|--max-repeats)
       [ $# -ge 2 ] && [[ "$2" =~ ^[1-9][0-9]*$ ]] || die "$1 needs a whole number of repeats, 1 or more (e.g. $1 3)"
@@ -137,10 +163,7 @@ done
 # --check: the preflight (harness/preflight), under the host's python3 (standard library only; the training
 # steps run in .venv or the image). It ends, on a host without the device, with the line that says so.
 if [ "$check" = 1 ]; then
-  pf="$(command -v python3 || command -v python3.11 || true)"
-  [ -n "$pf" ] || die "--check needs python3 (3.8 or newer) to run harness/preflight; install it"
-  "$pf" -c 'import sys; sys.exit(sys.version_info < (3, 8))' 2> /dev/null \
-    || die "--check needs Python 3.8 or newer; $pf does not run or is older: install a newer python3"
+  host_python --check
   pf_args=("$platform" --prog reproduce.sh)
   [ -z "$image" ] || pf_args+=(--image "$image")
   [ "$where" != container ] || pf_args+=(--container)
@@ -204,59 +227,15 @@ if [ "$resume" = 1 ] && [ -f "$out/run.json" ]; then
   [ "$was" = "$platform" ] || die "--resume $out: that folder holds a $was run, not $platform; choose a new --out"
 fi
 
-# --- devices ----------------------------------------------------------------------------------------
-dev="${HARNESS_DEV_DIR:-/dev}"  # tests point this at a fake /dev
+# --- devices: the GPUs or NPUs, and the chip the Ascend image is built for (harness/preflight/shell.py) -------------
 npus=()
-gpus=0
-chip=""
-chip_why=""
-if [ "$platform" = ascend ]; then
-  for d in "$dev"/davinci[0-9]*; do [ -e "$d" ] && npus+=("/dev/${d##*/}"); done
-  if [ ${#npus[@]} -eq 0 ]; then
-    [ "$dry" = 1 ] || [ "$build" = 1 ] || die "no Ascend NPU visible (no $dev/davinci[0-9]*); run on an Ascend host with its driver installed, or choose cpu"
-    npus=(/dev/davinci0 /dev/davinci1 /dev/davinci2 /dev/davinci3 /dev/davinci4 /dev/davinci5 /dev/davinci6 /dev/davinci7)
-    [ "$dry" = 0 ] || echo "# no $dev/davinci[0-9]* on this host: the commands below show an 8-NPU Ascend 910 server" >&2
-  fi
-  # The chip picks the CANN base image (Dockerfile.ascend's ASCEND_CHIP): from ASCEND_CHIP, else from
-  # the Name column of `npu-smi info` (910A/910B/910ProA/910ProB/910PremiumA: Ascend 910; 910B1-910B4:
-  # Atlas A2, "910b"). Other chips (Atlas A3 "Ascend910", 310P) have no image here: one-line error.
-  if [ -n "${ASCEND_CHIP:-}" ]; then
-    chip="$ASCEND_CHIP"
-    chip_why="ASCEND_CHIP"
-  else
-    smi="${NPU_SMI:-npu-smi}"
-    if command -v "$smi" > /dev/null; then
-      names="$("$smi" info 2> /dev/null | awk -F'|' 'NF > 3 { split($2, f, " "); if (f[1] ~ /^[0-9]+$/ && f[2] ~ /[A-Za-z]/) n[f[2]]++ }
-                END { for (k in n) printf "%s x%d\n", k, n[k] }' | sort)" || true
-      [ -n "$names" ] || die "$smi info lists no NPU name; check the driver (npu-smi info), or set ASCEND_CHIP=910 or 910b"
-      [ "$(echo "$names" | wc -l)" = 1 ] || die "$smi info lists several chip types ($(echo $names)); set ASCEND_CHIP=910 or 910b"
-      chip_why="npu-smi info: $names"
-      case "${names% x*}" in
-        910B[1-4]*) chip=910b ;;
-        910A|910B|910ProA|910ProB|910PremiumA) chip=910 ;;
-        *) die "chip ${names% x*} ($smi info) has no image here: Dockerfile.ascend builds for Ascend 910 (ASCEND_CHIP=910) and 910B / Atlas A2 (910b); see ARTIFACT.md" ;;
-      esac
-    else
-      chip_unknown=1  # refused below, once a container is known to be needed
-      chip=910
-      chip_why="no npu-smi on this host: the Ascend 910 default"
-    fi
-  fi
-  case "$chip" in
-    910|910b) ;;
-    *) die "ASCEND_CHIP=$chip is not a chip this image is built for; choose 910 (Ascend 910) or 910b (Atlas A2)" ;;
-  esac
-elif [ "$platform" = cuda ]; then
-  if [ "$dev" = /dev ] && command -v nvidia-smi > /dev/null; then
-    gpus="$(nvidia-smi -L 2> /dev/null | grep -c '^GPU ' || true)"
-  fi
-  if [ "$gpus" = 0 ]; then
-    for d in "$dev"/nvidia[0-9]*; do [ -e "$d" ] && gpus=$((gpus + 1)); done
-  fi
-  if [ "$gpus" = 0 ]; then
-    [ "$dry" = 1 ] || [ "$build" = 1 ] || die "no NVIDIA GPU visible (nvidia-smi -L lists none, no $dev/nvidia[0-9]*); run on a GPU host with the NVIDIA driver and container toolkit, or choose cpu"
-    [ "$dry" = 0 ] || echo "# no NVIDIA GPU on this host: the commands below are what a GPU host runs" >&2
-  fi
+chip="" chip_why="" chip_unknown=""
+if [ "$platform" != cpu ]; then
+  host_python "$platform"
+  q=("$platform")
+  [ "$dry" = 0 ] || q+=(--dry-run)
+  [ "$build" = 0 ] || q+=(--build)
+  ask "$pf" devices "${q[@]}"
 fi
 
 # --synthetic alone: every dataset generated; --synthetic NAMES: those generated, the rest real (and downloaded).
@@ -289,32 +268,6 @@ report_failed() {  # report_failed STATUS COMMAND (reads $status, the run's)
     "output is above); render it again with: $2" >&2
   [ "$status" -ne 0 ] || exit 1
   exit "$status"
-}
-
-# --native cuda/ascend: the Python needs the selected cells' frameworks, or at least one of them; the cells
-# of a framework it lacks (harness.host.platforms.missing_framework) are left out, recorded as skipped, and said.
-native_frameworks() {
-  local py="$1" only="" i missing fw n total cells left
-  for ((i = 0; i < ${#run_args[@]}; i++)); do
-    [ "${run_args[$i]}" != --only ] || only="${run_args[$((i + 1))]}"
-  done
-  missing="$(cd "$here" && "$py" -c 'import sys; from harness.host.platforms import FRAMEWORK_MODULES, missing_framework
-print(" ".join(f for f in FRAMEWORK_MODULES if missing_framework(f, sys.argv[1])))' "$platform" 2> /dev/null)" \
-    || { [ "$dry" = 1 ] && return 0; die "$py does not run (or is not Python 3 with this checkout's harness); set PYTHON to a Python 3.11, or drop --native to use the image"; }
-  [ -n "$missing" ] || return 0
-  cells="$(cd "$here" && "$py" -m harness list --profile "$profile" --platform "$platform" ${only:+--only "$only"} 2> /dev/null)" \
-    || { [ "$dry" = 1 ] && return 0; die "python -m harness list found no cells for --only '$only'; see: $py -m harness list --profile $profile"; }
-  total="$(grep -c . <<< "$cells" || true)"
-  left="$(for fw in $missing; do grep "^[a-z]*/[^/]*/$fw/" <<< "$cells" || true; done)"
-  if [ "$(grep -c . <<< "$left" || true)" = "$total" ]; then
-    [ "$dry" = 1 ] && { echo "# $py has none of the frameworks these cells need ($missing)" >&2; return 0; }
-    die "$py has none of the frameworks the selected cells need ($missing); install the $platform build of torch or mindspore (see ARTIFACT.md), set PYTHON, or drop --native to use the image"
-  fi
-  for fw in $missing; do
-    n="$(grep -c "^[a-z]*/[^/]*/$fw/" <<< "$cells" || true)"
-    [ "$n" = 0 ] || echo "reproduce.sh: $py has no $fw for $platform: its $n of $total cells are left out" \
-      "(recorded as skipped): $(grep "^[a-z]*/[^/]*/$fw/" <<< "$cells" | head -3 | tr '\n' ' ')$([ "$n" -le 3 ] || echo ...)" >&2
-  done
 }
 
 if [ "$where" = native ]; then
@@ -371,20 +324,17 @@ if [ "$where" = native ]; then
       "$base" -m venv "$venv" \
         || die "$base -m venv $venv failed (see its message above); fix that Python's venv module, or add --container to run in the CPU image"
       # The allocators the expected results were measured with (harness/host/allocator.py preloads them when present):
-      # installed here where this may (root, apt-get); otherwise the line before the run says what differs. Never
-      # fatal: the run goes on with another allocator, and says so.
-      libdir="/usr/lib/$(uname -m)-linux-gnu"
-      if [ "$(id -u)" = 0 ] && command -v apt-get > /dev/null; then
-        if [ ! -e "$libdir/libtcmalloc_minimal.so.4" ] || [ ! -e "$libdir/libjemalloc.so.2" ]; then
-          echo "reproduce.sh: apt-get install libtcmalloc-minimal4 libjemalloc2 (the allocators of the expected results)" >&2
-          apt_install libtcmalloc-minimal4 libjemalloc2 || echo "reproduce.sh: apt-get could not install them; the run goes on without" >&2
-        fi
-      elif [ "$(id -u)" = 0 ] && command -v dnf > /dev/null && [ ! -e /usr/lib64/libtcmalloc_minimal.so.4 ]; then
-        # dnf installs whichever package provides the file (no package name to get wrong across Fedora and RHEL)
-        echo "reproduce.sh: dnf install /usr/lib64/libtcmalloc_minimal.so.4 (tcmalloc, the expected results' allocator)" >&2
-        dnf install -y -q /usr/lib64/libtcmalloc_minimal.so.4 > /dev/null 2>&1 \
-          || echo "reproduce.sh: dnf could not install it; the run goes on without" >&2
-      fi
+      # installed here where this may (root, apt-get or dnf); otherwise the line before the run says what differs.
+      # Never fatal: the run goes on with another allocator, and says so.
+      tool=""
+      packages=()
+      [ "$(id -u)" != 0 ] || ask "$base" allocators || true
+      case "$tool" in
+        apt-get) echo "reproduce.sh: apt-get install ${packages[*]} (the allocators of the expected results)" >&2
+                 apt_install "${packages[@]}" || echo "reproduce.sh: apt-get could not install them; the run goes on without" >&2 ;;
+        dnf) echo "reproduce.sh: dnf install ${packages[*]} (tcmalloc, the expected results' allocator)" >&2
+             dnf install -y -q "${packages[@]}" > /dev/null 2>&1 || echo "reproduce.sh: dnf could not install it; the run goes on without" >&2 ;;
+      esac
       # One retry per index: the lock names the PyTorch CPU index, which an air-gapped host cannot reach.
       # pip's own progress bars on a terminal (minutes of downloads); quiet in CI logs.
       quiet=(--quiet); [ -t 2 ] && quiet=(--progress-bar on)
@@ -398,8 +348,14 @@ if [ "$where" = native ]; then
       exit 0
     fi
   else
+    # The Python needs the selected cells' frameworks, or at least one of them: the cells of one it lacks are left
+    # out (recorded as skipped), and said.
     py="${PYTHON:-python3}"
-    native_frameworks "$py"
+    q=("$platform" "$profile" "$py")
+    [ -z "$only" ] || q+=("--only=$only")
+    [ "$dry" = 0 ] || q+=(--dry-run)
+    ask -q "$py" frameworks "${q[@]}" || [ "$dry" = 1 ] \
+      || die "$py does not run (or is not Python 3 with this checkout's harness); set PYTHON to a Python 3.11, or drop --native to use the image"
   fi
   if [ "$dry" = 1 ]; then
     echo "cd $(printf '%q' "$here")"
@@ -424,9 +380,7 @@ elif [ "$dry" = 0 ] && ! { command -v "$engine" > /dev/null && "$engine" info > 
   die "no container engine: $engine (CONTAINER_ENGINE) is not installed or does not answer '$engine info'"
 fi
 engine_name="$(basename "$engine")"
-if [ "$platform" = ascend ] && [ "${chip_unknown:-0}" = 1 ] && [ "$dry" = 0 ]; then
-  die "npu-smi not found, so the chip (and the image's base) is unknown; install the Ascend driver's tools, or set ASCEND_CHIP=910 or 910b"
-fi
+[ -z "$chip_unknown" ] || [ "$dry" = 1 ] || die "$chip_unknown"
 
 dockerfile="$here/Dockerfile.$platform"
 if [ "$platform" = ascend ]; then image="${image:-ms-pt-harness:ascend-$chip}"; fi
@@ -517,9 +471,7 @@ mounts=(-v "$out:/results")
 in_data=(--data-dir /data)
 fetch_cmd=()
 only_args=()
-for ((i = 0; i < ${#run_args[@]}; i++)); do
-  [ "${run_args[$i]}" != --only ] || only_args=(--only "${run_args[$((i + 1))]}")
-done
+[ -z "$only" ] || only_args=(--only "$only")
 if [ "$synthetic" = all ]; then
   in_data=(--synthetic)
 else

@@ -8,6 +8,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -19,15 +20,18 @@ ASCEND_MOUNTS = ("/usr/local/Ascend/driver/lib64/:/usr/local/Ascend/driver/lib64
                  "/usr/local/bin/npu-smi:/usr/local/bin/npu-smi:ro", "/usr/local/dcmi:/usr/local/dcmi:ro")
 
 
-def _path_without_engines(tmp_path: Path) -> str:
-    """A PATH holding the tools the script needs but no docker or podman."""
-    bin_dir = tmp_path / "sysbin"
+def _path_without_engines(tmp_path: Path, python3: bool = True) -> str:
+    """A PATH holding the tools the script needs but no docker or podman: with a python3 (what reproduce.sh asks of
+    harness/preflight/shell.py on cuda and ascend), or, python3=False, no Python at all."""
+    bin_dir = tmp_path / ("sysbin" if python3 else "sysbin-nopython")
     bin_dir.mkdir(exist_ok=True)
     for tool in ("bash", "sed", "grep", "git", "date", "id", "sha256sum", "cut", "head", "basename", "dirname",
                  "mkdir", "cat", "uname", "printf", "awk", "df", "du"):
         found = shutil.which(tool)
         if found and not (bin_dir / tool).exists():
             (bin_dir / tool).symlink_to(found)
+    if python3 and not (bin_dir / "python3").exists():
+        (bin_dir / "python3").symlink_to(os.path.realpath(getattr(sys, "_base_executable", sys.executable)))
     return str(bin_dir)
 
 
@@ -321,12 +325,8 @@ def test_synthetic_takes_the_harness_optional_dataset_list(tmp_path, given, pass
 
 
 def _path_with_python(tmp_path: Path) -> str:
-    """_path_without_engines plus a python3 (--check runs harness/preflight with the host's python3)."""
-    path = _path_without_engines(tmp_path)
-    link = Path(path) / "python3"
-    if not link.exists():
-        link.symlink_to(os.path.realpath(getattr(sys, "_base_executable", sys.executable)))
-    return path
+    """_path_without_engines, whose python3 --check runs harness/preflight with."""
+    return _path_without_engines(tmp_path)
 
 
 @pytest.mark.parametrize("platform, last", [
@@ -357,10 +357,12 @@ def test_check_is_in_the_usage_of_the_script_and_the_readme():
 
 
 def _checkout_without_venv(tmp_path: Path) -> Path:
-    """reproduce.sh and the CPU lock in a folder with no .venv, as a fresh clone has them."""
+    """reproduce.sh, the harness (what the script asks harness/preflight/shell.py) and the CPU lock in a folder with
+    no .venv, as a fresh clone has them."""
     clone = tmp_path / "clone"
     (clone / "requirements").mkdir(parents=True)
     copy_reproduce(clone)
+    shutil.copytree(REPO / "harness", clone / "harness", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(REPO / "requirements" / "cpu.txt", clone / "requirements" / "cpu.txt")
     return clone
 
@@ -372,7 +374,7 @@ def _checkout_without_venv(tmp_path: Path) -> Path:
 ])
 def test_a_host_without_python_3_11_is_pointed_at_container(tmp_path, host, python3, said):
     """The CPU image needs no host Python: the line that stops a fresh `./reproduce.sh cpu` says so."""
-    path = _path_without_engines(tmp_path)
+    path = _path_without_engines(tmp_path, python3=False)
     fake = Path(path) / "python3"
     if python3:  # a stock python3 of that release (and no python3.11)
         fake.write_text(f"#!/bin/sh\necho {python3}\n")
@@ -513,3 +515,87 @@ def test_every_entry_script_reports_an_unforeseen_failure_and_the_usage_says_its
                              .stderr.split())
         assert ("exit status: 0 done; 1 the run finished but a cell failed (the report says which), or its report "
                 "could not be rendered; 2 refused") in help_text
+
+
+# --- what the script asks harness/preflight/shell.py: the devices and the Ascend chip, under the host's python3 -------
+
+
+@pytest.mark.parametrize("platform", ["cuda", "ascend"])
+def test_a_gpu_or_npu_host_without_python3_is_one_line(tmp_path, platform):
+    bin_dir = fake_engine(tmp_path, "docker")
+    line = one_line_error(run(tmp_path, platform, "--dry-run", "--out", tmp_path / "o",
+                              path=f"{bin_dir}:{_path_without_engines(tmp_path, python3=False)}"))
+    assert line == f"reproduce.sh: {platform} needs python3 (3.8 or newer) to run harness/preflight; install it"
+    assert not calls(tmp_path)
+
+
+def test_the_cpu_image_and_a_cpu_dry_run_need_no_host_python(tmp_path):
+    """README: `./reproduce.sh cpu --container` needs docker or podman, no host Python."""
+    bin_dir = fake_engine(tmp_path, "docker")
+    path = f"{bin_dir}:{_path_without_engines(tmp_path, python3=False)}"
+    container = run(tmp_path, "cpu", "--container", "--dry-run", "--out", tmp_path / "o", path=path)
+    assert container.returncode == 0 and "ms-pt-harness:cpu run --platform cpu" in container.stdout, container.stderr
+    native = run(tmp_path, "cpu", "--dry-run", "--out", tmp_path / "o", path=path)
+    assert native.returncode == 0 and " -m harness run --platform cpu " in native.stdout, native.stderr
+
+
+def _ascend_dry_run(tmp_path: Path, chip: str):
+    dev = tmp_path / "dev"
+    dev.mkdir(exist_ok=True)
+    (dev / "davinci0").touch()
+    bin_dir = fake_engine(tmp_path, "docker", has_image=False)
+    return run(tmp_path, "ascend", "--dry-run", "--out", tmp_path / "o", dev=dev,
+               path=f"{bin_dir}:{_path_without_engines(tmp_path)}", env={"ASCEND_CHIP": chip})
+
+
+@pytest.mark.parametrize("chip", sorted(tomllib.loads((REPO / "harness/preflight/ascend.toml").read_text())["chip"]))
+def test_each_chip_of_ascend_toml_is_an_image_the_script_builds(tmp_path, chip):
+    """The chips the script takes are ascend.toml's (it keeps no list of its own): each builds its own image."""
+    proc = _ascend_dry_run(tmp_path, chip)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith(f"# ascend chip: {chip} (ASCEND_CHIP); base image: ") and f"-{chip}-" in lines[0]
+    build = shlex.split(next(line for line in lines if " build -f " in line))
+    assert build[build.index("-t") + 1] == f"ms-pt-harness:ascend-{chip}" and f"ASCEND_CHIP={chip}" in build
+    assert any(f"ms-pt-harness:ascend-{chip} run --platform ascend " in line for line in lines)
+
+
+def test_a_chip_outside_ascend_toml_is_refused_in_one_line(tmp_path):
+    assert one_line_error(_ascend_dry_run(tmp_path, "910c")) == (
+        "reproduce.sh: ASCEND_CHIP=910c is not a chip this image is built for; choose 910 (Ascend 910) or 910b "
+        "(Atlas A2)")
+    assert not calls(tmp_path)
+
+
+def test_without_npu_smi_only_a_dry_run_goes_on_with_the_910(tmp_path):
+    """No npu-smi: the chip is unknown; the commands may be printed for the 910, the image not built for a guess."""
+    dev = tmp_path / "dev"
+    dev.mkdir()
+    (dev / "davinci0").touch()
+    bin_dir = fake_engine(tmp_path, "docker", has_image=False)
+    path = f"{bin_dir}:{_path_without_engines(tmp_path)}"
+    dry = run(tmp_path, "ascend", "--dry-run", "--out", tmp_path / "o", dev=dev, path=path)
+    assert dry.returncode == 0, dry.stderr
+    assert dry.stdout.startswith("# ascend chip: 910 (no npu-smi on this host: the Ascend 910 default); base image: ")
+    line = one_line_error(run(tmp_path, "ascend", "--out", tmp_path / "o", dev=dev, path=path))
+    assert line == ("reproduce.sh: npu-smi not found, so the chip (and the image's base) is unknown; install the "
+                    "Ascend driver's tools, or set ASCEND_CHIP=910 or 910b")
+    assert [c[0] for c in calls(tmp_path) if c[0] in ("build", "run")] == []
+
+
+def test_a_question_python_cannot_answer_is_an_unexpected_failure_after_its_output(tmp_path):
+    """A python3 that passes the version check and then fails: exit 3, with the line, after what it printed."""
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "python3").write_text('#!/bin/sh\ncase "$1" in -c) exit 0 ;; esac\necho "Traceback: it failed" >&2\n'
+                                    "exit 1\n")
+    (broken / "python3").chmod(0o755)
+    out = tmp_path / "o"
+    proc = run(tmp_path, "cuda", "--dry-run", "--out", out,
+               path=f"{broken}:{_path_without_engines(tmp_path, python3=False)}")
+    assert proc.returncode == 3
+    first, last = proc.stderr.strip().splitlines()
+    assert first == "Traceback: it failed"
+    assert re.fullmatch(r"reproduce\.sh: unexpected failure at line \d+: return \"\$rc\" \(exit 1\); report it, with "
+                        rf"the command line \(\./reproduce\.sh cuda --dry-run --out {re.escape(str(out))}\) and the "
+                        r"output above", last), last
