@@ -27,7 +27,7 @@ REPO = Path(__file__).resolve().parent.parent
 # What every layer reads, made by the matrix module and the runner: cells, their ids and settings, errors, the child's
 # context, the plug-in contracts and the event log the contracts name.
 SHARED = {"harness.config.cell", "harness.config.cellid", "harness.config.spec", "harness.errors", "harness.launch.context", "harness.contracts",  # noqa: E501
-          "harness.results.eventlog"}
+          "harness.results.eventlog", "harness.paths"}
 
 
 def modules(root: Path = REPO) -> dict[str, Path]:

@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from harness.devices import query
 from harness.host import allocator, configdiff
 from harness.paths import REPO
 
@@ -84,15 +85,6 @@ def _probe(name: str) -> dict[str, Any]:
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
-def _nvidia() -> dict[str, Any] | None:
-    out = _run(["nvidia-smi", "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"])
-    if not out:
-        return None
-    gpus = [dict(zip(("name", "driver", "memory"), (s.strip() for s in line.split(",")), strict=False))
-            for line in out.splitlines()]
-    return {"gpus": gpus, "driver": gpus[0]["driver"] if gpus else None}
-
-
 def _ascend() -> dict[str, Any] | None:
     if not glob.glob("/dev/davinci[0-9]*") and not os.path.exists("/usr/local/Ascend"):
         return None
@@ -102,7 +94,7 @@ def _ascend() -> dict[str, Any] | None:
         for line in Path(cfg).read_text(errors="replace").splitlines():
             if line.lower().startswith(("version=", "toolkit_installed_version=")):
                 cann = line.split("=", 1)[1].strip().strip('"[]')
-    npu = _run(["npu-smi", "info"])
+    npu = query.npu_smi_info()
     return {"cann": cann, "devices": len(glob.glob("/dev/davinci[0-9]*")), "npu_smi_info": npu}
 
 
@@ -144,7 +136,7 @@ def capture(probe_frameworks: bool = True) -> dict[str, Any]:
         # Transparent huge pages and the CPU governor: set by the host, compared by harness/host/configdiff.py.
         "host_tuning": configdiff.host_tuning(),
         "packages": _versions(),
-        "nvidia": _nvidia(),
+        "nvidia": query.nvidia_info(),
         "ascend": _ascend(),
         "git": _git(),
         "container": _container(),

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import glob
 import importlib.util
-import shutil
-import subprocess
 import sys
 
+from harness.devices import query
 from harness.errors import HarnessError
 
 PLATFORMS = ("cpu", "cuda", "ascend")
@@ -30,14 +29,9 @@ PYTORCH_PINS = {
 def visible_devices(platform: str) -> int:
     if platform == "cpu":
         return 1
-    if platform == "cuda":
-        if shutil.which("nvidia-smi"):
-            try:
-                out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30).stdout
-                return sum(1 for line in out.splitlines() if line.startswith("GPU "))
-            except (OSError, subprocess.SubprocessError):
-                pass
-        return len(glob.glob("/dev/nvidia[0-9]*"))
+    if platform == "cuda":   # nvidia-smi -L's GPUs, else the device files where nvidia-smi is missing or fails
+        n = query.gpu_count()
+        return n if n is not None else len(glob.glob("/dev/nvidia[0-9]*"))
     if platform == "ascend":
         return len(glob.glob("/dev/davinci[0-9]*"))
     raise HarnessError(f"unknown platform '{platform}'; choose one of: {', '.join(PLATFORMS)}")
