@@ -163,5 +163,6 @@ def test_the_estimate_reads_the_reference_runs_cell_times_extra_rounds_and_time_
     assert got["cells"] == 2 * 11.0 + 2 * 20.0 and got["extra"] == 11.0 and got["extra_runs"] == 1
     assert abs(got["outside"] - 27.0 * (62.0 + 11.0) / 73.0) < 1e-9
     line = estimate.line(todo, "quick", "cpu", 3, runs=tmp_path / "runs")
-    assert line.startswith("estimate: about 1 min 40 s for 4 runs and the 1 more repeats") and "Test CPU, 2 cores" in line
+    assert line.startswith("estimate: about 1 min 40 s for 4 runs and the 1 more repeats")
+    assert "Test CPU, 2 cores" in line
     assert "no reference run" in estimate.line(todo, "target", "cpu", 3, runs=tmp_path / "runs")
