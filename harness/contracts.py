@@ -14,8 +14,8 @@ What a plug-in may provide beyond its contract is a Protocol of its own here (Pa
 SelfPreparingDataset), checked by the same test; the code that uses it asks with isinstance, never with hasattr
 (tests/test_contracts.py fails on a hasattr in the harness other than on the standard library's os and tarfile).
 Nor does it ask for a model by name: what differs between models is what the model declares (PassesModel,
-NoPassesModel, PassesModelModule), and the same test fails on a model's name in harness/passes, harness/scenarios or
-harness/inference.
+NoPassesModel, PassesModelModule), and the same test fails on a model's name anywhere in
+harness/scenarios.
 
 Modules satisfy a Protocol through their functions: `Backend` is what `harness.frameworks.backend(name)` returns.
 """

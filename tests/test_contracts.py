@@ -30,8 +30,8 @@ SCENARIOS = sorted(m.name for m in pkgutil.iter_modules(scenarios.__path__))
 MODELS = conformance.models()
 DATASETS = conformance.datasets()
 # One file per framework in each of these folders, and the contract it keeps.
-PER_FRAMEWORK = {"operators": contracts.OperatorModule, "passes": contracts.PassesModule,
-                 "inference": contracts.InferenceModule}
+PER_FRAMEWORK = {"scenarios/operator": contracts.OperatorModule, "scenarios/passes": contracts.PassesModule,
+                 "scenarios/inference": contracts.InferenceModule}
 
 
 def test_every_kind_of_plug_in_is_found():
@@ -117,7 +117,7 @@ def test_no_code_that_runs_models_asks_for_one_by_name():
     the passes, the scenarios and the inference nets name no model of the matrix."""
     names = set(matrix.load().data["models"])
     found = [f"{path.relative_to(HARNESS.parent)}:{line}: {name!r}"
-             for folder in ("passes", "scenarios", "inference") for path in sorted((HARNESS / folder).rglob("*.py"))
+             for path in sorted((HARNESS / "scenarios").rglob("*.py"))
              for line, name in model_names_in(path.read_text(), names)]
     assert not found, found
     assert model_names_in('if model == "gru":\n    loss = masked_ce\n', names) == [(1, "gru")]  # the check can fail

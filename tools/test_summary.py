@@ -3,7 +3,7 @@
 environment's status and wall time, the whole command's wall time and the disk it took (the lowest free space a
 sampler saw on the checkout's file system, against the free space at the start), and whether the checkout was a
 plain clone (nothing beside it) and CI's. Written as JSON to --out; `docs/runs/test-command.json` is one such record
-committed, which README.md's `test-command` block is rendered from (harness/docs_facts.test_command).
+committed, which README.md's `test-command` block is rendered from (harness.docs.facts.test_command).
 
     python3 tools/test_summary.py --out FILE --wall S --disk-start-kb K --disk-low-kb K ENV:STATUS:SECONDS ...
 
