@@ -16,7 +16,7 @@ from harness.docs import blocks as docs
 from harness.docs import facts as docs_facts
 from harness.docs import gpu as docs_gpu
 from harness.docs.render import Run
-from tests.conftest import REPO
+from tests.helpers import REPO
 
 SCRIPT = REPO / "reproduce.sh"
 
@@ -113,6 +113,10 @@ def test_the_test_commands_line_comes_from_its_record_and_names_a_failure(tmp_pa
     (tmp_path / "test-command.json").write_text(json.dumps(record))
     line = docs_facts.test_command([], tmp_path)
     assert "and failed in test" in line and "beside a ../shared folder" in line
+    record["lanes"] = 2   # tools/test.sh's two lanes: the environments' times overlap, and the line says so
+    (tmp_path / "test-command.json").write_text(json.dumps(record))
+    assert "took 12 min 43 s (in two lanes at once, lint and test beside main, image and image-cuda: lint 9 s, " \
+        "test 12 min 34 s)" in docs_facts.test_command([], tmp_path)
     (tmp_path / "test-command.json").write_text("{")
     with pytest.raises(docs_facts.HarnessError, match="cannot read the test command's record"):
         docs_facts.test_command([], tmp_path)

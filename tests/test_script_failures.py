@@ -363,9 +363,9 @@ def _tools_clone(tmp_path: Path, *names: str) -> Path:
     return clone
 
 
-def _run_tool(tmp_path: Path, clone: Path, name: str, *args, path: str):
+def _run_tool(tmp_path: Path, clone: Path, name: str, *args, path: str, env: dict | None = None):
     return subprocess.run(["bash", str(clone / "tools" / name), *map(str, args)], capture_output=True, text=True,
-                          timeout=60, cwd=clone, env={"PATH": path, "HOME": str(tmp_path)})
+                          timeout=60, cwd=clone, env={"PATH": path, "HOME": str(tmp_path), **(env or {})})
 
 
 def test_wheelhouse_a_pip_log_of_warnings_alone_still_ends_in_its_line(tmp_path):
@@ -475,9 +475,11 @@ esac""")
         "above")
 
 
-def test_test_sh_records_each_environment_its_time_and_disk_and_names_a_failure(tmp_path):
+@pytest.mark.parametrize("lanes", ["2", "1"])
+def test_test_sh_records_each_environment_its_time_and_disk_and_names_a_failure(tmp_path, lanes):
     """The whole run's record (.tox/logs/test-command.json), which README's time and disk for the command come from:
-    each tox environment (stand-ins here, `image` failing) with its status, the host, and a plain clone said so."""
+    each tox environment (stand-ins here, `image` failing) with its status, the host, and a plain clone said so; in
+    two lanes (main, image and image-cuda beside lint and test: the default) or, TEST_LANES=1, one after another."""
     import json
     import sys
 
@@ -490,10 +492,13 @@ def test_test_sh_records_each_environment_its_time_and_disk_and_names_a_failure(
   "-m venv "*) mkdir -p "$3/bin" && cp {tox} "$3/bin/tox" && cp {tox} "$3/bin/pip" ;;
   tools/test_summary.py*) exec {sys.executable} "$@" ;;
 esac""")
-    proc = _run_tool(tmp_path, clone, "test.sh", path=_path(tmp_path))
+    proc = _run_tool(tmp_path, clone, "test.sh", path=_path(tmp_path), env={"TEST_LANES": lanes})
     assert proc.returncode == 1, proc.stderr
     assert proc.stdout.splitlines()[-1] == "tools/test.sh: FAILED: image"
+    assert "--- image failed; its last 40 lines (all of them in .tox/logs/image.log):\nimage broke\n" in proc.stdout
+    assert ("tools/test.sh: image ended: FAILED after " in proc.stdout) == (lanes == "2")
     record = json.loads((clone / ".tox" / "logs" / "test-command.json").read_text())
+    assert record["lanes"] == int(lanes)
     assert [(e["name"], e["status"]) for e in record["envs"]] == [
         ("lint", "OK"), ("test", "OK"), ("main", "OK"), ("image", "FAILED"), ("image-cuda", "OK")]
     assert record["plain_clone"] is True   # nothing named shared/ beside this clone

@@ -42,18 +42,53 @@ done
 if [ $# -gt 0 ]; then
   exec .venv-tox/bin/tox "$@"
 fi
-# One tox environment at a time, each one's output kept in .tox/logs/: when one fails, its last lines are printed
-# again at the very end, where a reader of the output (or of its tail, as CI keeps it) sees why.
+# Two lanes at once: lint then test (pytest, on every core) on the terminal, beside main, image and image-cuda
+# (debootstraps, downloads and image builds: much of their time is the network's and the disk's), whose output goes
+# to their logs alone, a line said as each ends. TEST_LANES=1: the five one after the other, all on the terminal.
+# Each environment's output is kept in .tox/logs/ENV.log: when one fails, its last lines are printed again at the very
+# end, where a reader of the output (or of its tail, as CI keeps it) sees why.
+run_env() {  # run_env ENV [quiet]: its status and wall time into .tox/logs/ENV.status
+  local t0 status=OK
+  t0=$(date +%s)
+  if [ "${2:-}" = quiet ]; then
+    .venv-tox/bin/tox -e "$1" > ".tox/logs/$1.log" 2>&1 || status=FAILED
+  else
+    .venv-tox/bin/tox -e "$1" 2>&1 | tee ".tox/logs/$1.log" || status=FAILED
+  fi
+  echo "$1:$status:$(($(date +%s) - t0))" > ".tox/logs/$1.status"
+}
+envs=(lint test main image image-cuda)
+rm -f .tox/logs/*.status
+if [ "${TEST_LANES:-2}" = 1 ]; then
+  for env in "${envs[@]}"; do run_env "$env"; done
+else
+  ( for env in main image image-cuda; do
+      run_env "$env" quiet
+      echo "tools/test.sh: $env ended: $(cut -d: -f2 ".tox/logs/$env.status") after $(cut -d: -f3 ".tox/logs/$env.status") s" \
+        "(its output: .tox/logs/$env.log)"
+    done ) &
+  lane=$!
+  echo "tools/test.sh: main, image and image-cuda run beside lint and test; their output goes to .tox/logs/ENV.log"
+  for env in lint test; do run_env "$env"; done
+  waited=0
+  while kill -0 "$lane" 2> /dev/null; do   # a line every two minutes, so that a silent CI log is not taken for a hang
+    sleep 5
+    waited=$((waited + 5))
+    if [ $((waited % 120)) = 0 ]; then echo "tools/test.sh: lint and test ended; waiting for main, image and image-cuda"; fi
+  done
+  wait "$lane" || true
+fi
+kill "$sampler" 2> /dev/null || true
 failed=()
 summary=()
 records=()
-for env in lint test main image image-cuda; do
-  t0=$(date +%s)
-  if .venv-tox/bin/tox -e "$env" 2>&1 | tee ".tox/logs/$env.log"; then status=OK; else status=FAILED; failed+=("$env"); fi
-  summary+=("$(printf '  %-10s %-6s %5d s' "$env" "$status" $(($(date +%s) - t0)))")
-  records+=("$env:$status:$(($(date +%s) - t0))")
+for env in "${envs[@]}"; do
+  record="$(cat ".tox/logs/$env.status" 2> /dev/null || echo "$env:FAILED:0")"
+  IFS=: read -r _ status seconds <<< "$record"
+  [ "$status" = OK ] || failed+=("$env")
+  summary+=("$(printf '  %-10s %-6s %5d s' "$env" "$status" "$seconds")")
+  records+=("$record")
 done
-kill "$sampler" 2> /dev/null || true
 "$tox_py" tools/test_summary.py --out .tox/logs/test-command.json --wall $(($(date +%s) - t_start)) \
   ${disk_start:+--disk-start-kb "$disk_start" --disk-low-kb "$(cat "$low_file")"} "${records[@]}" \
   || echo "tools/test.sh: could not write .tox/logs/test-command.json (its message is above); the summary below stands" >&2
