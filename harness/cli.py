@@ -29,8 +29,34 @@ class _Parser(argparse.ArgumentParser):
 def _parser() -> argparse.ArgumentParser:
     p = _Parser(prog="python -m harness", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _run_options(sub.add_parser("run", help="run a profile's cells, each in its own process"))
+    _fetch_options(sub.add_parser("fetch", help="download (where missing) and verify the datasets a profile's cells "
+                                                "read, and nothing else: reproduce.sh runs it before a container run, "
+                                                "which then mounts the data read-only"))
+    _list_options(sub.add_parser("list", help="the cell ids a profile expands to"))
+    sub.add_parser("env", help="this host's environment as JSON")
+    _estimate_options(sub.add_parser("estimate", help="a profile's estimated time on a booked host, from a committed "
+                                                      "run's step times (harness.estimate.stepmodel)"))
+    mo = sub.add_parser("models", help="parameter and layer counts per model and framework")
+    mo.add_argument("--json", action="store_true")
+    mo.add_argument("--matrix", type=Path)
+    rep = sub.add_parser("report", help="render HTML and LaTeX from one or more run folders")
+    rep.add_argument("runs", nargs="+", type=Path, metavar="DIR")
+    rep.add_argument("--out", type=Path, help="report folder (default: FIRST_DIR/report)")
+    ps = sub.add_parser("preflight-step", help="one SGD step of a tiny MLP on the device (./reproduce.sh P --check)")
+    ps.add_argument("--platform", required=True, choices=PLATFORMS)
+    ps.add_argument("--framework", required=True, choices=("pytorch", "mindspore"))
+    chk = sub.add_parser("check-logs", help="MLPerf's compliance checker on every model cell's event log of a run")
+    chk.add_argument("run", type=Path, metavar="DIR")
+    _docs_options(sub.add_parser("docs", help="the numbers of the committed runs (docs/runs) in ARTIFACT.md and "
+                                              "README.md"))
+    res = sub.add_parser("results", help="the results of a run folder")
+    res.add_argument("run", type=Path, metavar="DIR")
+    res.add_argument("--json", action="store_true", help="a JSON list, one object per cell and repeat")
+    return p
 
-    r = sub.add_parser("run", help="run a profile's cells, each in its own process")
+
+def _run_options(r: argparse.ArgumentParser) -> None:
     r.add_argument("--platform", required=True, choices=PLATFORMS)
     r.add_argument("--profile", default="quick", help="a profile of the matrix file (default: quick)")
     r.add_argument("--out", required=True, type=Path, help="run folder (new, or an earlier one with --resume)")
@@ -54,9 +80,8 @@ def _parser() -> argparse.ArgumentParser:
                                                   "(round robin over the cell list), into its own --out; `report` "
                                                   "merges the N folders")
 
-    fe = sub.add_parser("fetch", help="download (where missing) and verify the datasets a profile's cells read, and "
-                                      "nothing else: reproduce.sh runs it before a container run, which then "
-                                      "mounts the data read-only")
+
+def _fetch_options(fe: argparse.ArgumentParser) -> None:
     fe.add_argument("--profile", default="quick")
     fe.add_argument("--only", metavar="GLOB[,GLOB...]")
     fe.add_argument("--data-dir", type=Path, default=Path(DEFAULT_DATA_DIR))
@@ -64,7 +89,8 @@ def _parser() -> argparse.ArgumentParser:
                     help="the datasets the run generates instead (not fetched)")
     fe.add_argument("--matrix", type=Path)
 
-    ls = sub.add_parser("list", help="the cell ids a profile expands to")
+
+def _list_options(ls: argparse.ArgumentParser) -> None:
     ls.add_argument("--profile", default="quick")
     ls.add_argument("--platform", choices=PLATFORMS, default="cpu",
                     help="say which cells this host skips there, and why, as `run` would (default: cpu)")
@@ -79,10 +105,8 @@ def _parser() -> argparse.ArgumentParser:
     ls.add_argument("--devices", type=int, metavar="N", help="with --device: devices on that host (default 1)")
     ls.add_argument("--matrix", type=Path)
 
-    sub.add_parser("env", help="this host's environment as JSON")
 
-    es = sub.add_parser("estimate", help="a profile's estimated time on a booked host, from a committed run's step "
-                                         "times (harness.estimate.stepmodel)")
+def _estimate_options(es: argparse.ArgumentParser) -> None:
     es.add_argument("--profile", default="accelerator")
     es.add_argument("--platform", choices=PLATFORMS, default="cuda")
     es.add_argument("--device", help="the device's name (e.g. 'Tesla V100-SXM2-32GB', Ascend910; default: the "
@@ -94,31 +118,12 @@ def _parser() -> argparse.ArgumentParser:
                     help="the datasets the run would generate (default: none)")
     es.add_argument("--matrix", type=Path)
 
-    mo = sub.add_parser("models", help="parameter and layer counts per model and framework")
-    mo.add_argument("--json", action="store_true")
-    mo.add_argument("--matrix", type=Path)
 
-    rep = sub.add_parser("report", help="render HTML and LaTeX from one or more run folders")
-    rep.add_argument("runs", nargs="+", type=Path, metavar="DIR")
-    rep.add_argument("--out", type=Path, help="report folder (default: FIRST_DIR/report)")
-
-    ps = sub.add_parser("preflight-step", help="one SGD step of a tiny MLP on the device (./reproduce.sh P --check)")
-    ps.add_argument("--platform", required=True, choices=PLATFORMS)
-    ps.add_argument("--framework", required=True, choices=("pytorch", "mindspore"))
-
-    chk = sub.add_parser("check-logs", help="MLPerf's compliance checker on every model cell's event log of a run")
-    chk.add_argument("run", type=Path, metavar="DIR")
-
-    dc = sub.add_parser("docs", help="the numbers of the committed runs (docs/runs) in ARTIFACT.md and README.md")
+def _docs_options(dc: argparse.ArgumentParser) -> None:
     how = dc.add_mutually_exclusive_group()
     how.add_argument("--check", action="store_true", help="exit 2 naming every rendered block that is not current")
     how.add_argument("--write", action="store_true", help="rewrite the blocks that are not current, in place")
     dc.add_argument("--repo", type=Path, metavar="DIR", help="the checkout whose docs to render (default: this one)")
-
-    res = sub.add_parser("results", help="the results of a run folder")
-    res.add_argument("run", type=Path, metavar="DIR")
-    res.add_argument("--json", action="store_true", help="a JSON list, one object per cell and repeat")
-    return p
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -255,11 +260,12 @@ def _list(args) -> int:
             raise HarnessError(f"--device {args.device} names a GPU or NPU; give --platform cuda or ascend with it")
         named = devicememory.device(args.device)
         memory = (float(named.gib), f"{named.name} as sold")
-    # The runner's verdicts: [[skip]] rules, frameworks, devices, device memory.
+    # The runner's decisions: [[skip]] rules, frameworks, devices, device memory; gradient accumulation where the
+    # device cannot hold the batch.
     host = Host.probe(m, args.platform, args.profile, devices=None if memory is None else args.devices or 1,
                       memory=memory)
-    plans = {c.id: host.plan(c) for c in cells}   # gradient accumulation where the device cannot hold the batch
-    rows = [{"cell": c.id, "kind": c.kind, "repeats": c.repeats, "skip": host.verdict(c),
+    plans = {c.id: host.decide(c).plan for c in cells}
+    rows = [{"cell": c.id, "kind": c.kind, "repeats": c.repeats, "skip": host.decide(c).skip,
              "memory_gib": (n := devicememory.need(c)) and round(n.gib, 3), "memory_basis": n and n.basis,
              "accumulation_steps": plans[c.id].steps,
              "micro_memory_gib": round(plans[c.id].need.gib, 3) if plans[c.id].steps > 1 and plans[c.id].need

@@ -1,8 +1,9 @@
 """Gradient accumulation's shared pieces, framework-neutral: whether a model's training step can take its batch in
 micro-batches (its package declares contracts.AccumulatingModel or NoAccumulationModel), the override that forces it
 (HARNESS_ACCUMULATION_STEPS, for tests and trials), and how a cell that accumulated is named and recorded. When a
-cell accumulates, and in how many micro-batches, is decided in one place: harness.devices.memory.plan. How it trains
-then is its model files' (with harness/models/_pytorch.py accumulate and _mindspore.py Accumulating)."""
+cell accumulates, and in how many micro-batches, is planned in one place (harness.devices.memory.plan) and decided,
+with why, once per cell and run (harness.host.plan.Host.decide). How it trains then is its model files' (with
+harness/models/_pytorch.py accumulate and _mindspore.py Accumulating)."""
 
 from __future__ import annotations
 
@@ -42,12 +43,24 @@ def label(batch: int, steps: int) -> str:
     return f"batch {batch} as {steps} x {batch // steps} accumulated"
 
 
-def settings(steps: int, batch: Any) -> dict[str, Any]:
+class Steps(int):
+    """A training step's micro-batches (1: its whole batch at once), carrying `why` it takes more than one (the
+    override, HARNESS_ACCUMULATION_STEPS=k, or the device's memory): the host's decision for the cell
+    (harness.host.plan.CellDecision.steps), which the runner writes into the child's spec beside the count."""
+
+    why: str | None
+
+    def __new__(cls, steps: int, why: str | None = None) -> Steps:
+        self = super().__new__(cls, steps)
+        self.why = why if steps > 1 else None
+        return self
+
+
+def settings(steps: int, batch: Any, why: str | None) -> dict[str, Any]:
     """What a training cell's result records of it (its settings, in the child): the micro-batches a step and, where
-    it accumulates, their size and why (the override, which the child inherits, or the device's memory)."""
+    it accumulates, their size and `why`, as the runner decided it (the child's spec)."""
     if steps == 1 or not batch:
         return {"accumulation_steps": steps}
-    why = f"{FORCE}={steps}" if forced_steps() == steps else "device memory"
     return {"accumulation_steps": steps, "micro_batch": int(batch) // steps, "accumulation_why": why}
 
 

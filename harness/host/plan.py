@@ -1,4 +1,6 @@
-"""What a host can run: the one object asked, for every cell, whether it runs here, and if not, why.
+"""What a host can run: the one object asked, for every cell, what it does with it here (run it, run it with its batch
+in micro-batches, or skip it), and why. The answer is decided once per cell (Host.decide, a CellDecision) and every
+reader reads that one answer: the runner, the child it starts (through its spec), `harness list` and the estimate.
 
 A cell is recorded as `skipped`, with the reason, instead of running when (first match wins, in this order):
 - a [[skip]] rule of the matrix names it on this platform in the run's profile (harness/config/matrix.toml); the rule
@@ -12,10 +14,11 @@ sees a
   prediction against the memory NVML, nvidia-smi or npu-smi reports, read once; where it cannot be read, or with
   HARNESS_DEVICE_MEMORY=off, nothing is skipped for memory); or HARNESS_ACCUMULATION_STEPS asks for accumulation
   its model does not do.
-`plan` gives the same answer's other half: the micro-batches a cell that runs takes its batch in (1: all at once).
+A cell that runs takes its batch in the memory plan's micro-batches (1: all at once); where it takes more than one,
+the decision says why (the override, or the device's memory), and the child records that reason as it was given.
 
 The runner asks before every cell, `harness list --platform` for every line it prints, and `--resume` keeps a skipped
-result only while its reason is the one asked now: asking one object is what keeps the three in agreement.
+result only while its reason is the one decided now: one decision is what keeps the three in agreement.
 """
 
 from __future__ import annotations
@@ -31,6 +34,33 @@ from harness.devices import memory as devicememory
 from harness.devices import query as devicequery
 from harness.host import platforms
 
+RUN, ACCUMULATE, SKIP = "run", "accumulate", "skip"
+MEMORY = "device memory"   # why a cell accumulates where no override asked for it
+
+
+@dataclass(frozen=True)
+class CellDecision:
+    """What this host does with one cell, decided once (Host.decide)."""
+    action: str                   # RUN, ACCUMULATE (its batch in plan.steps micro-batches) or SKIP
+    reason: str | None            # SKIP: what its skipped result records; ACCUMULATE: why (the override or MEMORY)
+    plan: devicememory.Plan       # the memory plan, made for every cell (`harness list` shows it for skipped ones too)
+    by: str | None = None         # SKIP: the check that skipped it: "rule", "framework", "devices" or "memory"
+
+    @property
+    def skip(self) -> str | None:
+        """The reason its skipped result records; None where it runs."""
+        return self.reason if self.action == SKIP else None
+
+    @property
+    def steps(self) -> accumulation.Steps:
+        """The micro-batches a training step takes, carrying why where more than one: what the child's spec gets."""
+        return accumulation.Steps(self.plan.steps, self.reason if self.action == ACCUMULATE else None)
+
+    @property
+    def planned(self) -> bool:
+        """Whether the memory plan had the say: no rule, missing framework or device count skipped it first."""
+        return self.by in (None, "memory")
+
 
 @dataclass(frozen=True)
 class Host:
@@ -41,6 +71,8 @@ class Host:
     matrix: Matrix = field(repr=False)   # whose [[skip]] rules apply
     memory_gib: float | None = None       # each device's memory (the smallest device's); None: not known
     memory_source: str = "not read"       # where memory_gib comes from, or why it is not known
+    # Every cell's decision, made on first asking (a cell id names one cell of the host's matrix and profile).
+    _decided: dict[str, CellDecision] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @classmethod
     def probe(cls, matrix: Matrix, platform: str, profile: str | None, devices: int | None = None,
@@ -58,20 +90,37 @@ class Host:
         gib, source = memory
         return cls(platform, profile, devices, missing, matrix, gib, source)
 
+    def decide(self, cell: Cell) -> CellDecision:
+        """What this host does with the cell, and why: decided on first asking, then the same answer every time."""
+        if cell.id not in self._decided:
+            self._decided[cell.id] = self._decide(cell)
+        return self._decided[cell.id]
+
+    def _decide(self, cell: Cell) -> CellDecision:
+        # The memory plan first, for every cell: `harness list` shows it beside a skip of another kind, and a bad
+        # HARNESS_ACCUMULATION_STEPS is refused whatever the cell.
+        plan = devicememory.plan(cell, self.memory_gib if self.platform != "cpu" else None)
+        for by, why in (("rule", self._rule(cell)), ("framework", self.missing.get(cell.framework)),
+                        ("devices", self._too_few_devices(cell)), ("memory", plan.skip)):
+            if why:
+                return CellDecision(SKIP, why, plan, by)
+        if plan.steps == 1:
+            return CellDecision(RUN, None, plan)
+        forced = accumulation.forced_steps()   # set: every accumulating cell's steps are its (devicememory.plan)
+        return CellDecision(ACCUMULATE, MEMORY if forced is None else f"{accumulation.FORCE}={forced}", plan)
+
     def verdict(self, cell: Cell) -> str | None:
         """Why the cell cannot run on this host (the reason its skipped result records), or None where it can."""
-        return (self._rule(cell) or self.missing.get(cell.framework) or self._too_few_devices(cell)
-                or self.plan(cell).skip)
+        return self.decide(cell).skip
 
     def plan(self, cell: Cell) -> devicememory.Plan:
         """How the cell runs on this host's device: its batch in plan.steps micro-batches, or skipped for memory."""
-        return devicememory.plan(cell, self.memory_gib if self.platform != "cpu" else None)
+        return self.decide(cell).plan
 
     def memory_line(self, cells: list[Cell]) -> str | None:
         """What the runner says of device memory, and of the cells that accumulate gradients, before the first cell
         (None on cpu unless HARNESS_ACCUMULATION_STEPS is set)."""
-        runs = [c for c in cells if not (self._rule(c) or self.missing.get(c.framework) or self._too_few_devices(c))]
-        plans = {c.id: self.plan(c) for c in runs}
+        decided = [(c, d) for c in cells if (d := self.decide(c)).planned]
         forced = accumulation.forced_steps()
         said = []
         if self.platform != "cpu" and self.memory_gib is None:
@@ -81,12 +130,12 @@ class Host:
         if forced is not None:
             said.append(f"{accumulation.FORCE}={forced}: every cell of a model that accumulates gradients takes its "
                         f"batch in {forced} micro-batches, whatever the memory")
-        acc = sorted({f"{c.model} {devicememory.precision(c.amp)} ({p.label})" for c in runs
-                      if (p := plans[c.id]).steps > 1})
+        acc = sorted({f"{c.model} {devicememory.precision(c.amp)} ({d.plan.label})" for c, d in decided
+                      if d.action == ACCUMULATE})
         if acc:
-            said.append(f"{sum(p.steps > 1 for p in plans.values())} cells take their batch in micro-batches "
+            said.append(f"{sum(d.action == ACCUMULATE for _, d in decided)} cells take their batch in micro-batches "
                         f"(gradient accumulation): {', '.join(acc)}")
-        big = [c for c in runs if plans[c.id].skip]
+        big = [c for c, d in decided if d.action == SKIP]
         models = f" ({', '.join(sorted({c.model or c.kind for c in big}))})" if big else ""
         if forced is not None:
             said.append(f"{len(big)} cells of models that do not accumulate are recorded as skipped{models}")

@@ -83,8 +83,9 @@ def main(spec_path: str) -> int:
         if scenario is None:
             raise Unsupported(f"no scenario measures '{cell.kind}' cells yet")
         ctx.settings = backend.setup(ctx)
-        if cell.kind in mlperf.TRAINING_KINDS:
-            ctx.settings.update(accumulation.settings(ctx.accumulation_steps, ctx.hparams.get("batch")))
+        if cell.kind in mlperf.TRAINING_KINDS:   # its micro-batches, and why, as the runner decided (the spec)
+            ctx.settings.update(accumulation.settings(ctx.accumulation_steps, ctx.hparams.get("batch"),
+                                                      spec.get("accumulation_why")))
         if spec.get("cpu_cores"):
             ctx.settings["cpu_cores"] = process_cores()
         if cell.kind == "operator" and spec["platform"] == "cpu":

@@ -4,9 +4,12 @@
   timeout or Ctrl-C can end it and everything it started.
 - A cell that crashes, is killed or runs out of time is recorded (status, exit code or signal,
   the tail of its log, and whatever its event log had measured) and the run goes on.
-- `--resume` keeps cells already `ok`, and `skipped` ones whose reason still holds (harness.host.plan.Host.verdict:
-  say, a framework this Python lacks), and runs the rest; an earlier result is moved
-  aside, never overwritten. Without --resume a folder that already holds results is refused.
+- What this host does with each cell (run it, with its batch whole or in micro-batches, or skip it, and why) is
+  decided once per cell before the first one runs (harness.host.plan.Host.decide); every step reads that decision,
+  and each child gets its own through its spec.
+- `--resume` keeps cells already `ok`, and `skipped` ones whose reason still holds (say, a framework this Python
+  lacks), and runs the rest; an earlier result is moved aside, never overwritten. Without --resume a folder that
+  already holds results is refused.
 - Ctrl-C (or SIGTERM) ends the running child, keeps everything finished, and says how to resume.
 - A full disk, a read-only run folder or a data folder gone mid-run stops the run with one line (harness.launch.faults);
   a result that could not be written leaves no file, so `--resume` runs that cell again.
@@ -22,6 +25,8 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +42,7 @@ from harness.errors import HarnessError
 from harness.estimate import runtime as estimate
 from harness.frameworks import backend as load_backend
 from harness.host import envinfo, platforms
-from harness.host.plan import Host
+from harness.host.plan import SKIP, CellDecision, Host
 from harness.launch import faults, sequential, turns
 from harness.launch import process as launch
 from harness.launch.progress import EpochLines, RunProgress
@@ -78,9 +83,73 @@ def run(matrix: Matrix, profile: str, platform: str, out: Path, *, only: str | N
     """`repeats`: every cell's (run --repeats N; default the matrix's per cell, harness.config.matrix). With `resume` a
     (cell, repeat) already ok is kept: raising the repeats of a finished run runs only the repeats it lacks.
     `max_repeats`: the cap of the sequential repeats (harness.launch.sequential; default the profile's `max_repeats`):
-    after
-    the first pass, a comparison not yet settled gets one more repeat of its cells per round, up to the cap."""
+    after the first pass, a comparison not yet settled gets one more repeat of its cells per round, up to the cap.
+
+    The steps, in order: select the cells; open the run (every input checked, then the run folder claimed); decide
+    what this host does with each cell; say the estimate; record the invocation; run the first pass, then the rounds
+    of sequential repeats; close the run, whatever happened; say what came of it."""
     node = launch.nodes()   # HARNESS_NNODES and the rest, checked before anything else
+    cells, cap = _select(matrix, profile, only, shard, repeats, max_repeats, node)
+    s = _open(matrix, profile, platform, out, node, cells, cap, log, data_dir=data_dir, synthetic=synthetic,
+              resume=resume, allow_download=allow_download, shard=shard)
+    _plan_cells(s)
+    planned = _estimate(s)
+    _start_invocation(s, only, max_repeats, planned)
+    old = {sig: signal.signal(sig, _raise_interrupted) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        _first_pass(s)
+        _more_rounds(s)
+    except Interrupted as e:
+        s.invocation["interrupted"] = True
+        log(f"interrupted ({e}); finished cells are kept in {out}; continue with --resume")
+        return 130
+    except NodeStop as e:
+        # The next multi-node cell would wait for a node that is gone: this node's runner ends here, as the others do
+        # at the same cell.
+        s.invocation["stopped"] = str(e)
+        log(f"stopped on node {node.rank}: {str(e).splitlines()[0][:400]}; every node's runner ends at this cell; "
+            f"run the same command with --resume on every node (results so far are kept in {out})")
+        return 1
+    finally:
+        # A fault already on its way to the user is the one it sees, not one from writing the run's records.
+        _close(s, old, failing=sys.exc_info()[1] is not None)
+    summary = ", ".join(f"{n} {st}" for st, n in sorted(s.counts.items()))
+    log(f"done: {summary}; results in {out}")
+    return 0 if all(st in KEEP_ON_RESUME for st in s.counts) else 1
+
+
+@dataclass
+class RunState:
+    """One invocation of `run`: what its steps share."""
+    matrix: Matrix
+    profile: str
+    platform: str
+    out: Path
+    log: Callable[[str], None]
+    node: launch.Nodes
+    cells: list[Cell]
+    cap: int                    # the sequential repeats' cap
+    host: Host                  # what runs here, and why not (harness.host.plan)
+    store: RunStore
+    fake: set[str]              # the datasets generated instead of read (--synthetic)
+    folders: dict[str, str]     # every other dataset's verified folder
+    meta: dict                  # run.json
+    env: dict                   # env.json
+    shim: Path                  # first on every cell's PATH: launchers' workers start as `python`
+    # Set by the steps that follow opening the run:
+    todo: list[tuple[Cell, int]] = field(init=False)       # the first pass's (cell, repeat), in run order
+    decisions: dict[str, CellDecision] = field(init=False)  # cell id -> what this host does with it (_plan_cells)
+    invocation: dict = field(init=False)                   # this invocation's entry in run.json
+    progress: RunProgress = field(init=False)
+    verdicts: Verdicts = field(init=False)
+    counts: dict[str, int] = field(default_factory=dict)   # status -> results of this invocation
+    # A turn group's cells finish in threads of their own (harness.launch.turns): the counts and lines take turns.
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+def _select(matrix: Matrix, profile: str, only: str | None, shard: str | None, repeats: int | None,
+            max_repeats: int | None, node: launch.Nodes) -> tuple[list[Cell], int]:
+    """The cells this invocation runs (the profile's, --only's, this shard's) and the sequential repeats' cap."""
     cells = matrix_mod.shard(matrix.expand(profile, only, repeats, node.count), shard)
     if not cells:
         raise HarnessError(f"--shard {shard} holds no cell of the {len(matrix.expand(profile, only))} selected; "
@@ -89,8 +158,16 @@ def run(matrix: Matrix, profile: str, platform: str, out: Path, *, only: str | N
     if node.count > 1:
         # Every node must run the same cells in the same order; only node 0 sees the verdicts, so no extra rounds.
         cap = max(c.repeats for c in cells)
+    return cells, cap
+
+
+def _open(matrix: Matrix, profile: str, platform: str, out: Path, node: launch.Nodes, cells: list[Cell], cap: int,
+          log, *, data_dir: Path, synthetic: str | None, resume: bool, allow_download: bool,
+          shard: str | None) -> RunState:
+    """Check every input (the run folder, the platform, the operator cores, the data), then claim the run folder and
+    record this host's environment: a refused run leaves no stray folder."""
     check_out(out)
-    host = Host.probe(matrix, platform, profile, devices=platforms.require(platform))  # what runs here, and why not
+    host = Host.probe(matrix, platform, profile, devices=platforms.require(platform))
     if any(c.kind == "operator" for c in cells):
         operators.cpu_cores(platform, "operator")  # a bad HARNESS_OPERATOR_CORES refuses the run before it starts
     store = RunStore(out)
@@ -100,198 +177,231 @@ def run(matrix: Matrix, profile: str, platform: str, out: Path, *, only: str | N
     meta = _claim(store, matrix, profile, platform, synthetic, resume, shard, node)
     env = envinfo.capture() | {"run_started_at": _now(), "run_finished_at": None}
     write_json_atomic(out / "env.json", env)
-    shim = launch.interpreter_bin(out)  # first on every cell's PATH: launchers' workers start as `python`
+    return RunState(matrix, profile, platform, out, log, node, cells, cap, host, store, fake, folders, meta, env,
+                    shim=launch.interpreter_bin(out))
 
-    todo = matrix_mod.schedule(cells)
-    for fw in sorted({c.framework for c in cells}):
-        why = host.missing.get(fw)
+
+def _plan_cells(s: RunState) -> None:
+    """Put the cells in run order and decide, once, what this host does with each (run, accumulate, skip, and why):
+    every later step reads these decisions, and each child gets its own through its spec. Say what was decided."""
+    s.todo = matrix_mod.schedule(s.cells)
+    for fw in sorted({c.framework for c in s.cells}):
+        why = s.host.missing.get(fw)
         if why:
-            log(f"{why}: its {sum(c.framework == fw for c in cells)} cells are recorded as skipped")
-    memory = host.memory_line(cells)   # the device's memory, read once above, and the cells too big for it
+            s.log(f"{why}: its {sum(c.framework == fw for c in s.cells)} cells are recorded as skipped")
+    s.decisions = {c.id: s.host.decide(c) for c in s.cells}
+    memory = s.host.memory_line(s.cells)   # the device's memory, read once, and the cells too big for it
     if memory:
-        log(memory)
+        s.log(memory)
+    node = s.node
     if node.count > 1:
-        log(f"multi-node run: node {node.rank} of {node.count}, rendezvous at {node.master_addr}:{node.master_port}; "
-            f"the profile's {len(cells)} data-parallel cells over {node.count} nodes, "
-            + ("this node records their results" if not node.is_worker else "node 0 records their results") +
-            "; the 1-device cells they are measured against run on one host, without HARNESS_NNODES")
-    here = peaks.device_name(platform)   # the estimate scales the reference's step times to this device
+        s.log(f"multi-node run: node {node.rank} of {node.count}, rendezvous at {node.master_addr}:"
+              f"{node.master_port}; the profile's {len(s.cells)} data-parallel cells over {node.count} nodes, "
+              + ("this node records their results" if not node.is_worker else "node 0 records their results") +
+              "; the 1-device cells they are measured against run on one host, without HARNESS_NNODES")
 
-    said, planned = estimate.before_run(todo, profile, platform, cap, here=here, synthetic=fake, skip=host.verdict)
-    log(said)
-    invocation = {"argv": sys.argv, "started_at": _now(), "only": only, "finished_at": None, "interrupted": False,
-                  "max_repeats": cap,
-                  "operator_max_repeats": matrix.operator_max_repeats(profile, cap, given=max_repeats is not None),
-                  "operator_budget_s": matrix.operator_budget_s(profile),
-                  "load_average_at_start": _load()}
+
+def _estimate(s: RunState) -> list[float] | None:
+    """Say how long the run should take, from a committed reference run; each planned run's estimated seconds."""
+    here = peaks.device_name(s.platform)   # the estimate scales the reference's step times to this device
+    said, planned = estimate.before_run(s.todo, s.profile, s.platform, s.cap, here=here, synthetic=s.fake,
+                                        skip=s.host.verdict)   # the decisions' skips (Host.decide, made once)
+    s.log(said)
+    return planned
+
+
+def _start_invocation(s: RunState, only: str | None, max_repeats: int | None, planned: list[float] | None) -> None:
+    """Record this invocation in run.json before the first cell (its end is recorded by _close), and start the
+    progress and the verdicts."""
+    s.invocation = {"argv": sys.argv, "started_at": _now(), "only": only, "finished_at": None, "interrupted": False,
+                    "max_repeats": s.cap,
+                    "operator_max_repeats": s.matrix.operator_max_repeats(s.profile, s.cap,
+                                                                          given=max_repeats is not None),
+                    "operator_budget_s": s.matrix.operator_budget_s(s.profile),
+                    "load_average_at_start": _load()}
     if os.environ.get("HARNESS_COMMAND"):  # the command line the user typed (reproduce.sh sets it)
-        invocation["command"] = os.environ["HARNESS_COMMAND"]
+        s.invocation["command"] = os.environ["HARNESS_COMMAND"]
     if os.environ.get("HARNESS_DATA_MIRROR"):  # where the data was downloaded from, when not the upstream hosts
-        invocation["data_mirror"] = os.environ["HARNESS_DATA_MIRROR"]
-    meta["invocations"].append(invocation)
-    store.write_meta(meta)
-    old = {sig: signal.signal(sig, _raise_interrupted) for sig in (signal.SIGINT, signal.SIGTERM)}
-    progress = RunProgress(len(todo), planned=planned)
-    verdicts = Verdicts(store, cells, profile, platform, cap, todo, log, op_cap=invocation["operator_max_repeats"],
-                        op_budget_s=invocation["operator_budget_s"])
-    counts: dict[str, int] = {}
+        s.invocation["data_mirror"] = os.environ["HARNESS_DATA_MIRROR"]
+    s.meta["invocations"].append(s.invocation)
+    s.store.write_meta(s.meta)
+    s.progress = RunProgress(len(s.todo), planned=planned)
+    s.verdicts = Verdicts(s.store, s.cells, s.profile, s.platform, s.cap, s.todo, s.log,
+                          op_cap=s.invocation["operator_max_repeats"], op_budget_s=s.invocation["operator_budget_s"])
 
-    lock = threading.Lock()   # a turn group's cells finish in threads of their own (harness.launch.turns)
 
-    def keeps(cell: Cell, prev: dict | None) -> bool:
-        """Whether this invocation keeps the result an earlier one left (else the cell runs, or is skipped)."""
-        return prev is not None and prev.get("status") in KEEP_ON_RESUME and (
-            prev["status"] == "ok" or prev.get("reason") == host.verdict(cell))
-
-    def one(cell: Cell, repeat: int, head: str, turns: dict | None = None) -> None:
-        prev = store.read_result(cell.id, repeat)
-        if keeps(cell, prev):
-            with lock:
-                log(f"{head}: kept ({prev['status']}) from an earlier invocation; {progress.finished()}")
-                counts[prev["status"]] = counts.get(prev["status"], 0) + 1
-            return
-        reason = host.verdict(cell)
-        moved = store.retire(cell.id, repeat)
-        if moved:
-            log(f"{head}: earlier result ({prev.get('status')}) kept as {moved.relative_to(out)}")
-        t = time.monotonic()
-        if reason:
-            result = _base(cell, repeat, platform, cell.dataset in fake) | {"status": "skipped", "reason": reason}
-        else:
-            _require_data(cell, folders)
-            plan = host.plan(cell)   # its batch in micro-batches where the device cannot hold it (devicememory)
-            log(f"{head}: running (timeout {cell.timeout_s:.0f} s" + (f"; {plan.label}" if plan.label else "") + ")")
-            try:
-                result = _run_child(store, cell, repeat, platform, folders, cell.dataset in fake, shim, node, log,
-                                    turns, plan.steps)
-            except Interrupted:
-                raise
-            except Exception as e:  # noqa: BLE001 - a cell that cannot run is a failed cell; the run goes on
-                if faults.storage(e, out):
-                    raise  # the run folder's fault, not the cell's: the run stops, the cell runs on --resume
-                result = _base(cell, repeat, platform, cell.dataset in fake) | {
-                    "status": "failed", "reason": f"the cell could not be run: {type(e).__name__}: {e}"[:500]}
-        with lock:
-            finish(cell, repeat, head, result, t)
-
-    def finish(cell: Cell, repeat: int, head: str, result: dict, t: float) -> None:
-        store.write_result(cell.id, repeat, result)
-        if result["status"] not in KEEP_ON_RESUME:
-            _require_data(cell, folders)  # a cell that failed because its data folder vanished stops the run
-            if cell.nodes > 1:
-                raise NodeStop(f"{cell.id} r{repeat} {result['status']}: {result.get('reason')}")
-        counts[result["status"]] = counts.get(result["status"], 0) + 1
-        tail = f" ({str(result['reason']).splitlines()[0][:200]})" if result.get("reason") else ""
-        took = time.monotonic() - t
-        log(f"{head}: {result['status']} in {took:.1f} s{tail}; "
-            f"{progress.finished(None if result['status'] == 'skipped' else took)}")
-
-    def some(entries: list[tuple[Cell, int]], first: int) -> None:
-        """Run entries (cell, repeat), the first numbered `first`: an operator configuration's cells that run now,
-        at the same repeat, as a turn group (harness.launch.turns); every other cell by itself."""
-        heads = [f"[{first + k}/{progress.total}] {c.id} r{r}" for k, (c, r) in enumerate(entries)]
-        going = [k for k, (c, r) in enumerate(entries) if not keeps(c, store.read_result(c.id, r))
-                 and not host.verdict(c)] \
-            if len(entries) > 1 and turns.enabled() else []
-        if len(going) < 2:
-            for (cell, repeat), head in zip(entries, heads, strict=True):
-                one(cell, repeat, head)
-            return
-        for k in (k for k in range(len(entries)) if k not in going):   # kept or skipped: said first
-            one(*entries[k], heads[k])
-        name = f"{' '.join(cellid.configuration(entries[going[0]][0].id))} r{entries[going[0]][1]} #{first}"
-        group = turns.prepare(out / ".turns" / str(first), len(going), name)
-        coordinator = turns.Coordinator(group)
-        faults_seen: list[BaseException] = []
-
-        def member(cell: Cell, repeat: int, head: str, spec: dict) -> None:
-            try:
-                one(cell, repeat, head, spec)
-            except BaseException as e:  # noqa: BLE001 - raised again in the runner's thread below
-                faults_seen.append(e)
-
-        threads = [threading.Thread(target=member, args=(*entries[k], heads[k], group.spec(j)), daemon=True)
-                   for j, k in enumerate(going)]
-        try:
-            for th in threads:
-                th.start()
-            coordinator.supervise(threads)
-        except BaseException:
-            coordinator.abort()
-            for th in threads:
-                th.join()
-            raise
-        finally:
-            coordinator.close()
-        if faults_seen:
-            raise faults_seen[0]
-
-    def in_groups(entries: list[tuple[Cell, int]]) -> list[list[tuple[Cell, int]]]:
-        """Consecutive entries of one operator configuration at one repeat together; every other entry alone."""
-        out_: list[list[tuple[Cell, int]]] = []
+def _first_pass(s: RunState) -> None:
+    """Every (cell, repeat) of the plan once, in run order; the verdicts line after each comparison's last cell."""
+    done = 0
+    for entries in _in_groups(s.todo):
+        _run_entries(s, entries, done + 1)
+        done += len(entries)
         for cell, repeat in entries:
-            prev = out_[-1][-1] if out_ else None
-            if (prev is not None and cell.kind == prev[0].kind == "operator" and repeat == prev[1]
-                    and cellid.configuration(cell.id) == cellid.configuration(prev[0].id)):
-                out_[-1].append((cell, repeat))
-            else:
-                out_.append([(cell, repeat)])
-        return out_
+            s.verdicts.after(cell, repeat)
 
-    try:
-        done = 0
-        for entries in in_groups(todo):
-            some(entries, done + 1)
-            done += len(entries)
-            for cell, repeat in entries:
-                verdicts.after(cell, repeat)
-        # Sequential repeats: one more repeat of the cells of every comparison not yet settled, round by round.
-        meta.setdefault("rounds", [])
-        while True:
-            asked = verdicts.requests()
-            if not asked:
-                break
-            extra = verdicts.next_repeats(asked)
-            meta["rounds"].append({"started_at": _now(), "requests": [r.to_dict() for r in asked],
-                                   "runs": [[c.id, k] for c, k in extra]})
-            store.write_meta(meta)
-            caps = f"cap {cap}" + (f", operators {verdicts.op_cap}" if verdicts.op_cap > cap else "")
-            log(f"round {len(meta['rounds']) + 1}: {len(asked)} comparisons not yet settled ask for one more repeat "
-                f"of {len(extra)} cells ({caps}):")
-            for r in asked:
-                log(f"    {r.why()}")
-            progress.total += len(extra)
-            for entries in in_groups(extra):
-                some(entries, progress.done + 1)
-            verdicts.after(None, None)
-    except Interrupted as e:
-        invocation["interrupted"] = True
-        log(f"interrupted ({e}); finished cells are kept in {out}; continue with --resume")
-        return 130
-    except NodeStop as e:
-        # The next multi-node cell would wait for a node that is gone: this node's runner ends here, as the others do
-        # at the same cell.
-        invocation["stopped"] = str(e)
-        log(f"stopped on node {node.rank}: {str(e).splitlines()[0][:400]}; every node's runner ends at this cell; "
-            f"run the same command with --resume on every node (results so far are kept in {out})")
-        return 1
-    finally:
-        failing = sys.exc_info()[1] is not None  # a fault already on its way to the user is the one it sees
-        for sig, handler in old.items():
-            signal.signal(sig, handler)
-        invocation["finished_at"] = env["run_finished_at"] = _now()
-        invocation["load_average_at_finish"] = _load()
+
+def _more_rounds(s: RunState) -> None:
+    """Sequential repeats: one more repeat of the cells of every comparison not yet settled, round by round, until
+    every comparison is settled or at its cap (harness.launch.sequential). Each round is recorded in run.json."""
+    s.meta.setdefault("rounds", [])
+    while True:
+        asked = s.verdicts.requests()
+        if not asked:
+            return
+        extra = s.verdicts.next_repeats(asked)
+        s.meta["rounds"].append({"started_at": _now(), "requests": [r.to_dict() for r in asked],
+                                 "runs": [[c.id, k] for c, k in extra]})
+        s.store.write_meta(s.meta)
+        caps = f"cap {s.cap}" + (f", operators {s.verdicts.op_cap}" if s.verdicts.op_cap > s.cap else "")
+        s.log(f"round {len(s.meta['rounds']) + 1}: {len(asked)} comparisons not yet settled ask for one more repeat "
+              f"of {len(extra)} cells ({caps}):")
+        for r in asked:
+            s.log(f"    {r.why()}")
+        s.progress.total += len(extra)
+        for entries in _in_groups(extra):
+            _run_entries(s, entries, s.progress.done + 1)
+        s.verdicts.after(None, None)
+
+
+def _in_groups(entries: list[tuple[Cell, int]]) -> list[list[tuple[Cell, int]]]:
+    """Consecutive entries of one operator configuration at one repeat together; every other entry alone."""
+    groups: list[list[tuple[Cell, int]]] = []
+    for cell, repeat in entries:
+        prev = groups[-1][-1] if groups else None
+        if (prev is not None and cell.kind == prev[0].kind == "operator" and repeat == prev[1]
+                and cellid.configuration(cell.id) == cellid.configuration(prev[0].id)):
+            groups[-1].append((cell, repeat))
+        else:
+            groups.append([(cell, repeat)])
+    return groups
+
+
+def _run_entries(s: RunState, entries: list[tuple[Cell, int]], first: int) -> None:
+    """Run entries (cell, repeat), the first numbered `first`: an operator configuration's cells that run now, at the
+    same repeat, as a turn group (harness.launch.turns); every other cell by itself."""
+    heads = [f"[{first + k}/{s.progress.total}] {c.id} r{r}" for k, (c, r) in enumerate(entries)]
+    going = [k for k, (c, r) in enumerate(entries)
+             if not _keeps(s, c, s.store.read_result(c.id, r)) and s.decisions[c.id].action != SKIP] \
+        if len(entries) > 1 and turns.enabled() else []
+    if len(going) < 2:
+        for (cell, repeat), head in zip(entries, heads, strict=True):
+            _run_cell(s, cell, repeat, head)
+        return
+    for k in (k for k in range(len(entries)) if k not in going):   # kept or skipped: said first
+        _run_cell(s, *entries[k], heads[k])
+    _run_turn_group(s, [entries[k] for k in going], [heads[k] for k in going], first)
+
+
+def _run_turn_group(s: RunState, entries: list[tuple[Cell, int]], heads: list[str], first: int) -> None:
+    """The cells of one operator configuration at once, each in a thread of its own that starts its child, their
+    timed blocks taking turns under one coordinator (harness.launch.turns). A fault in any thread is raised here."""
+    name = f"{' '.join(cellid.configuration(entries[0][0].id))} r{entries[0][1]} #{first}"
+    group = turns.prepare(s.out / ".turns" / str(first), len(entries), name)
+    coordinator = turns.Coordinator(group)
+    faults_seen: list[BaseException] = []
+
+    def member(cell: Cell, repeat: int, head: str, spec: dict) -> None:
         try:
-            store.write_meta(meta)
-            write_json_atomic(out / "env.json", env)
-        except OSError:
-            if not failing:
-                raise
-        finally:
-            store.release()   # the folder is free for the next runner (--resume) as soon as this one is done
-    summary = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
-    log(f"done: {summary}; results in {out}")
-    return 0 if all(s in KEEP_ON_RESUME for s in counts) else 1
+            _run_cell(s, cell, repeat, head, spec)
+        except BaseException as e:  # noqa: BLE001 - raised again in the runner's thread below
+            faults_seen.append(e)
+
+    threads = [threading.Thread(target=member, args=(*entry, head, group.spec(j)), daemon=True)
+               for j, (entry, head) in enumerate(zip(entries, heads, strict=True))]
+    try:
+        for th in threads:
+            th.start()
+        coordinator.supervise(threads)
+    except BaseException:
+        coordinator.abort()
+        for th in threads:
+            th.join()
+        raise
+    finally:
+        coordinator.close()
+    if faults_seen:
+        raise faults_seen[0]
+
+
+def _keeps(s: RunState, cell: Cell, prev: dict | None) -> bool:
+    """Whether this invocation keeps the result an earlier one left (else the cell runs, or is skipped): an ok one, or
+    a skipped one whose reason is still the one decided now."""
+    return prev is not None and prev.get("status") in KEEP_ON_RESUME and (
+        prev["status"] == "ok" or prev.get("reason") == s.decisions[cell.id].skip)
+
+
+def _run_cell(s: RunState, cell: Cell, repeat: int, head: str, turn: dict | None = None) -> None:
+    """One (cell, repeat): kept from an earlier invocation, recorded as skipped with its decision's reason, or run in
+    a child (`turn`: its place in a turn group)."""
+    prev = s.store.read_result(cell.id, repeat)
+    if _keeps(s, cell, prev):
+        with s.lock:
+            s.log(f"{head}: kept ({prev['status']}) from an earlier invocation; {s.progress.finished()}")
+            s.counts[prev["status"]] = s.counts.get(prev["status"], 0) + 1
+        return
+    decision = s.decisions[cell.id]
+    moved = s.store.retire(cell.id, repeat)   # an earlier result is moved aside, never overwritten
+    if moved:
+        s.log(f"{head}: earlier result ({prev.get('status')}) kept as {moved.relative_to(s.out)}")
+    t = time.monotonic()
+    if decision.action == SKIP:
+        result = _base(cell, repeat, s.platform, cell.dataset in s.fake) | {"status": "skipped",
+                                                                            "reason": decision.reason}
+    else:
+        result = _start_cell(s, cell, repeat, head, decision, turn)
+    with s.lock:
+        _finish_cell(s, cell, repeat, head, result, t)
+
+
+def _start_cell(s: RunState, cell: Cell, repeat: int, head: str, decision: CellDecision, turn: dict | None) -> dict:
+    """Run the cell in its child process: its result, or a failed one where it could not be run at all."""
+    _require_data(cell, s.folders)
+    label = decision.plan.label   # its batch in micro-batches where the device cannot hold it (or the override asks)
+    s.log(f"{head}: running (timeout {cell.timeout_s:.0f} s" + (f"; {label}" if label else "") + ")")
+    synthetic = cell.dataset in s.fake
+    try:
+        return _run_child(s.store, cell, repeat, s.platform, s.folders, synthetic, s.shim, s.node, s.log, turn,
+                          decision.steps)   # the micro-batches, and why: the child records the reason it is given
+    except Interrupted:
+        raise
+    except Exception as e:  # noqa: BLE001 - a cell that cannot run is a failed cell; the run goes on
+        if faults.storage(e, s.out):
+            raise  # the run folder's fault, not the cell's: the run stops, the cell runs on --resume
+        return _base(cell, repeat, s.platform, synthetic) | {
+            "status": "failed", "reason": f"the cell could not be run: {type(e).__name__}: {e}"[:500]}
+
+
+def _finish_cell(s: RunState, cell: Cell, repeat: int, head: str, result: dict, t: float) -> None:
+    """Write the cell's result, count it and say it. A cell that failed because its data folder vanished stops the
+    run, and so does a multi-node cell that did not finish (NodeStop)."""
+    s.store.write_result(cell.id, repeat, result)
+    if result["status"] not in KEEP_ON_RESUME:
+        _require_data(cell, s.folders)
+        if cell.nodes > 1:
+            raise NodeStop(f"{cell.id} r{repeat} {result['status']}: {result.get('reason')}")
+    s.counts[result["status"]] = s.counts.get(result["status"], 0) + 1
+    tail = f" ({str(result['reason']).splitlines()[0][:200]})" if result.get("reason") else ""
+    took = time.monotonic() - t
+    s.log(f"{head}: {result['status']} in {took:.1f} s{tail}; "
+          f"{s.progress.finished(None if result['status'] == 'skipped' else took)}")
+
+
+def _close(s: RunState, old_handlers: dict, failing: bool) -> None:
+    """However the run ends: the signal handlers restored, the invocation's end recorded in run.json and env.json
+    (a write that fails while another fault is on its way is dropped: that fault is the one the user sees), and the
+    run folder released for the next runner (--resume) as soon as this one is done."""
+    for sig, handler in old_handlers.items():
+        signal.signal(sig, handler)
+    s.invocation["finished_at"] = s.env["run_finished_at"] = _now()
+    s.invocation["load_average_at_finish"] = _load()
+    try:
+        s.store.write_meta(s.meta)
+        write_json_atomic(s.out / "env.json", s.env)
+    except OSError:
+        if not failing:
+            raise
+    finally:
+        s.store.release()
 
 
 class NodeStop(Exception):
@@ -445,6 +555,24 @@ def _base(cell: Cell, repeat: int, platform: str, synthetic: bool) -> dict[str, 
             **telemetry.null_keys()}
 
 
+def _spec(store: RunStore, cell: Cell, repeat: int, platform: str, folders: dict, synthetic: bool,
+          process_env: dict, turns: dict | None, accumulation_steps: int) -> dict:
+    """What the child reads (harness.launch.child SPEC.json): its cell, where it writes, and how it runs here."""
+    return {"cell": cell.to_dict(), "repeat": repeat, "platform": platform,
+            "synthetic": synthetic, "data_folder": folders.get(cell.dataset),
+            "events": str(store.path(cell.id, repeat, eventlog.SUFFIX)),
+            "child_result": str(store.path(cell.id, repeat, ".child.json")),
+            "log": str(store.path(cell.id, repeat, ".log")), "process_env": process_env,
+            # an operator cell on CPU: the cores its child confines itself to
+            "cpu_cores": operators.cpu_cores(platform, cell.kind),
+            # an operator cell timed by turns with its configuration's others (harness.launch.turns)
+            "turns": turns,
+            # a training step's micro-batches (harness.devices.memory.plan; 1: the whole batch), and why it takes
+            # more than one as the host decided it (harness.host.plan.CellDecision.steps, an accumulation.Steps)
+            "accumulation_steps": int(accumulation_steps),
+            "accumulation_why": getattr(accumulation_steps, "why", None)}
+
+
 def _run_child(store: RunStore, cell: Cell, repeat: int, platform: str, folders: dict, synthetic: bool,
                shim: Path, node: launch.Nodes, log=None, turns: dict | None = None,
                accumulation_steps: int = 1) -> dict:
@@ -457,17 +585,8 @@ def _run_child(store: RunStore, cell: Cell, repeat: int, platform: str, folders:
         stale.unlink(missing_ok=True)
     backend = load_backend(cell.framework)
     process_env = backend.process_env(platform, cell.kind)
-    write_json_atomic(spec_path, {"cell": cell.to_dict(), "repeat": repeat, "platform": platform,
-                                  "synthetic": synthetic, "data_folder": folders.get(cell.dataset),
-                                  "events": str(events_path), "child_result": str(child_result),
-                                  "log": str(log_path), "process_env": process_env,
-                                  # an operator cell on CPU: the cores its child confines itself to
-                                  "cpu_cores": operators.cpu_cores(platform, cell.kind),
-                                  # an operator cell timed by turns with its configuration's others
-                                  # (harness.launch.turns)
-                                  "turns": turns,
-                                  # a training step's micro-batches (harness.devices.memory.plan; 1: the whole batch)
-                                  "accumulation_steps": accumulation_steps})
+    write_json_atomic(spec_path, _spec(store, cell, repeat, platform, folders, synthetic, process_env, turns,
+                                       accumulation_steps))
     env = {**os.environ, **process_env, "PYTHONUNBUFFERED": "1",
            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
            "PATH": os.pathsep.join(filter(None, [str(shim), os.environ.get("PATH")]))}
