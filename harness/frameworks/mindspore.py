@@ -5,11 +5,11 @@ from __future__ import annotations
 import os
 import platform as _platform
 import sys
-from pathlib import Path
 from typing import Any
 
 from harness.errors import Unsupported
 from harness.host import allocator
+from harness.paths import HARNESS
 
 NAME = "mindspore"
 MODES = ("graph", "pynative")
@@ -64,7 +64,7 @@ def launch_argv(n: int, spec_path: str, port: int, log_dir: str, multi_node: dic
     Ascend). Multi-node: msrun's own --worker_num / --node_rank / --master_addr, from HARNESS_NNODES,
     HARNESS_NODE_RANK and HARNESS_MASTER_ADDR."""
     nodes = int(multi_node.get("nnodes", 1))
-    child = Path(__file__).resolve().parent.parent / "child.py"
+    child = HARNESS / "launch" / "child.py"
     # msrun's own code, from this interpreter: no dependence on PATH (its workers run `python`, which the runner
     # points at this interpreter too); through harness.launch.msrun, which keeps the scheduler on node 0.
     return [sys.executable, "-m", "harness.launch.msrun", f"--worker_num={n * nodes}",
