@@ -66,3 +66,13 @@ def test_a_mindspore_error_is_not_the_call_stack_or_the_pointer_below_it(tmp_pat
 def test_a_log_that_names_no_error_gives_its_last_line(tmp_path):
     assert launch.last_error(_log(tmp_path, "epoch 0 loss 2.3\nKilled\n")) == "Killed"
     assert launch.last_error(_log(tmp_path, "")) == "no output"
+
+
+def test_the_rank_line_the_child_writes_is_the_one_the_runner_reads(tmp_path):
+    """A dead worker is named by its pid (the launchers'): each rank's log starts with pid_line, rank_pids reads it."""
+    logs = []
+    for rank, pid in ((0, 4242), (1, 4343)):
+        logs.append(tmp_path / f"r0.rank{rank}.log")
+        logs[-1].write_text(launch.pid_line(rank, pid) + "\nepoch 1\n")
+    (tmp_path / "other.log").write_text("harness.child: rank 2 pid 4444\n")   # no other wording is read
+    assert launch.rank_pids([*logs, tmp_path / "other.log", tmp_path / "missing.log"]) == {4242: 0, 4343: 1}

@@ -212,16 +212,20 @@ def tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
         return ""
 
 
+PID_LINE = "harness.launch.child: rank {rank} pid {pid}"
+
+
 def pid_line(rank: int, pid: int) -> str:
     """The first line of a launched rank's log: harness.launch.child writes it, rank_pids reads it."""
-    return f"harness.launch.child: rank {rank} pid {pid}"
+    return PID_LINE.format(rank=rank, pid=pid)
 
 
 def rank_pids(logs: list[Path]) -> dict[int, int]:
     """pid -> rank, from the first line of each rank's log."""
     out = {}
     for log in logs:
-        m = re.match(r"harness\.child: rank (\d+) pid (\d+)", first_line(log))
+        m = re.match(re.escape(PID_LINE).replace(r"\{rank\}", r"(\d+)").replace(r"\{pid\}", r"(\d+)"),
+                     first_line(log))
         if m:
             out[int(m.group(2))] = int(m.group(1))
     return out
