@@ -1,12 +1,27 @@
+"""Fixtures and hooks of the suite. Helpers shared by test modules are in tests/helpers.py; the names below are
+imported from there for the modules that still import them from here."""
+
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
-SHARED_DATA = Path(os.environ.get("HARNESS_SHARED_DATA", REPO.parent / "shared" / "data"))
+pytest.register_assert_rewrite("tests.helpers")  # its asserts report as a test's do
+
+from tests.helpers import (  # noqa: E402, F401 (re-exported)
+    COLLECTED,
+    REPO,
+    SHARED_DATA,
+    copy_reproduce,
+    harness,
+    is_slow,
+    quick_pynative_matrix,
+    slow_entries,
+    with_quick_pynative,
+    write_matrix,
+)
+
 # The profiled pass (harness.profiling) adds a profiled epoch to every model cell's first repeat: the suite runs without
 # it, except where a test asks for it (the end-to-end GCN run, tests/test_profiling.py), to keep CI in its time.
 os.environ.setdefault("HARNESS_PROFILE", "off")
@@ -31,53 +46,11 @@ def pytest_xdist_make_scheduler(config, log):
     return SharedFixtureScheduling(config, log)
 
 
-def harness(*args, timeout=900, extra_env=None, **kw):
-    """Run `python -m harness ARGS` as a user would; returns the CompletedProcess."""
-    env = {**os.environ, "PYTHONPATH": str(REPO), **(extra_env or {})}
-    return subprocess.run([sys.executable, "-m", "harness", *map(str, args)], capture_output=True, text=True,
-                          timeout=timeout, cwd=REPO, env=env, **kw)
-
-
 @pytest.fixture
 def shared_data():
     if not (SHARED_DATA / "cora_planetoid").is_dir():
         pytest.skip(f"no real data at {SHARED_DATA}")
     return SHARED_DATA
-
-
-def write_matrix(path: Path, *, epochs: int = 5, timeout_s: int = 600, frameworks=("pytorch",),
-                 modes=("eager",), extra: str = "") -> Path:
-    """A small matrix file of the real format: GCN only, few epochs."""
-    text = (REPO / "harness" / "config" / "matrix.toml").read_text()
-    text = text.replace("profile.quick = { epochs = 30 }", f"profile.quick = {{ epochs = {epochs} }}")
-    head, _, rest = text.partition("[profiles.quick]")
-    # The other profiles stay (model tables name them); only the quick profile is replaced.
-    others = rest[rest.index("[profiles."):] if "[profiles." in rest else ""
-    path.write_text(head + others + f"""
-[profiles.quick]
-models = ["gcn"]
-frameworks = {list(frameworks)!r}
-modes = {list(modes)!r}
-amp = ["off"]
-devices = [1]
-repeats = 1
-timeout_s = {timeout_s}
-""".replace("'", '"') + extra)
-    return path
-
-
-def with_quick_pynative(text: str) -> str:
-    """Matrix text with the quick profile's PYNATIVE scaling and operator cells put back: the quick profile leaves them
-    out to keep to its 15 minutes; the tests of the launchers' and the operators' PYNATIVE paths need them."""
-    blocks = text.split("[[exclude]]")
-    kept = [b for b in blocks[1:] if "fair baseline mode only" not in b and "leaves PYNATIVE's operators" not in b]
-    assert len(kept) == len(blocks) - 3, "the quick profile's two PYNATIVE exclusions moved: update this helper"
-    return "[[exclude]]".join([blocks[0], *kept])
-
-
-def quick_pynative_matrix(path: Path) -> Path:
-    path.write_text(with_quick_pynative((REPO / "harness" / "config" / "matrix.toml").read_text()))
-    return path
 
 
 @pytest.fixture(scope="session")
@@ -102,11 +75,12 @@ def scaling_run(tmp_path_factory):
     return SimpleNamespace(out=out, results=results)
 
 
-def copy_reproduce(clone: Path) -> None:
-    """reproduce.sh into a stand-in clone, with the one file it sources (tools/unexpected.sh: its line for a failure no
-    line of it foresaw)."""
-    import shutil
-
-    (clone / "tools").mkdir(parents=True, exist_ok=True)
-    shutil.copy(REPO / "reproduce.sh", clone / "reproduce.sh")
-    shutil.copy(REPO / "tools" / "unexpected.sh", clone / "tools" / "unexpected.sh")
+# -- the slow set: `pytest -m "not slow"` is the fast unit set --------------------------------------------------------
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects by the marker
+def pytest_collection_modifyitems(config, items):
+    entries = set(slow_entries())
+    for item in items:
+        if is_slow(item.nodeid, entries):
+            item.add_marker(pytest.mark.slow)
+    if not any("::" in arg for arg in config.args):
+        config.stash[COLLECTED] = [item.nodeid for item in items]

@@ -6,7 +6,7 @@ import re
 import subprocess
 import sys
 
-from tests.conftest import REPO
+from tests.helpers import REPO
 
 CITATION = (REPO / "CITATION.cff").read_text()
 ZENODO = json.loads((REPO / ".zenodo.json").read_text())

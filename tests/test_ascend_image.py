@@ -6,19 +6,16 @@ from stand-in `npu-smi` output (tests/fixtures/npusmi)."""
 import os
 import re
 import shlex
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 from packaging.requirements import Requirement
 
-from tests.conftest import REPO
-from tests.test_reproduce import _path_without_engines, fake_engine, one_line_error, run
+from tests.helpers import REPO, ascend_dry_run, dockerfile_arg, one_line_error
 
 DOCKERFILE = (REPO / "Dockerfile.ascend").read_text()
 LOCK = (REPO / "requirements" / "ascend.txt").read_text()
-FIXTURES = REPO / "tests" / "fixtures" / "npusmi"
 
 # The vendor's quick start (github.com/Ascend/cann-container-image, OVERVIEW.zh.md, "docker run"): every
 # device and bind mount it passes. reproduce.sh adds :ro to the mounts.
@@ -41,9 +38,7 @@ def lock_hashes(name: str, text: str = LOCK) -> list[str]:
 
 
 def arg_default(name: str) -> str:
-    m = re.search(rf"^ARG {name}=(\S+)$", DOCKERFILE, re.M)
-    assert m, f"Dockerfile.ascend has no ARG {name}=..."
-    return m.group(1)
+    return dockerfile_arg("Dockerfile.ascend", name)
 
 
 # --------------------------------------------------------------------------- lock
@@ -117,10 +112,7 @@ def test_chip_arg_selects_the_base_tag():
 def test_image_sources_the_cann_environment_and_never_installs_pypi_apex():
     assert 'ENTRYPOINT ["/opt/harness/entrypoint.sh"]' in DOCKERFILE
     assert "COPY docker/ascend/entrypoint.sh docker/ascend/cann_env.sh /opt/harness/" in DOCKERFILE
-    env = (REPO / "docker" / "ascend" / "cann_env.sh").read_text()
-    positions = [env.index(f"{script}") for script in VENDOR_ENV_SCRIPTS if env.count(script) >= 1]
-    assert len(positions) == 3 and positions == sorted(positions), "the three scripts, in the vendor's order"
-    assert '"--cxx_abi=${ATB_CXX_ABI:-1}"' in env
+    # what the entrypoint sources, in which order and with which arguments: the entrypoint tests below
     installs = [line for line in DOCKERFILE.splitlines() if "pip install" in line]
     apex_installs = [line for line in installs if "apex" in line]
     assert apex_installs == ["      /opt/venv/bin/pip install --no-deps --no-index /opt/apex-dist/apex-*.whl; \\"]
@@ -162,12 +154,13 @@ def _fake_ascend(root: Path, log: Path, *, nnal: bool = True) -> None:
         path.write_text(f'echo "{rel} $*" >> {log}\n')
 
 
-def _entrypoint(tmp_path: Path, root: Path, *args: str):
+def _entrypoint(tmp_path: Path, root: Path, *args: str, env: dict | None = None):
     fake_py = tmp_path / "python"
     fake_py.write_text('#!/bin/sh\necho "python $*"\n')
     fake_py.chmod(0o755)
+    given = env or {}
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ASCEND", "ATB_"))}
-    env.update(ASCEND_ROOT=str(root), CANN_VERSION="9.1.0", HARNESS_PYTHON=str(fake_py))
+    env.update(ASCEND_ROOT=str(root), CANN_VERSION="9.1.0", HARNESS_PYTHON=str(fake_py), **given)
     return subprocess.run(["bash", str(REPO / "docker" / "ascend" / "entrypoint.sh"), *args], capture_output=True,
                           text=True, env=env, timeout=30)
 
@@ -177,10 +170,16 @@ def test_entrypoint_sources_every_script_in_order_then_runs_the_harness(tmp_path
     _fake_ascend(root, log)
     proc = _entrypoint(tmp_path, root, "run", "--platform", "ascend")
     assert proc.returncode == 0, proc.stderr
+    # the vendor's entrypoint's scripts, in its order (VENDOR_ENV_SCRIPTS), the last with the C++11 ABI
     assert log.read_text().splitlines() == ["ascend-toolkit/set_env.sh ",
                                             "cann-9.1.0/share/info/ascendnpu-ir/bin/set_env.sh ",
                                             "nnal/atb/set_env.sh --cxx_abi=1"]
+    assert [line.split()[0].removeprefix("cann-9.1.0/") for line in log.read_text().splitlines()] == list(
+        VENDOR_ENV_SCRIPTS)
     assert proc.stdout.strip() == "python -m harness run --platform ascend"
+    log.unlink()
+    assert _entrypoint(tmp_path, root, env={"ATB_CXX_ABI": "0"}).returncode == 0  # a caller's ABI is passed on
+    assert log.read_text().splitlines()[-1] == "nnal/atb/set_env.sh --cxx_abi=0"
 
 
 def test_entrypoint_skips_a_missing_script_and_says_so(tmp_path):
@@ -196,35 +195,9 @@ def test_entrypoint_skips_a_missing_script_and_says_so(tmp_path):
 # --------------------------------------------------------------------------- reproduce.sh
 
 
-def _stand_in_npu_smi(tmp_path: Path, fixture: str) -> str:
-    bin_dir = tmp_path / "smi"
-    bin_dir.mkdir(exist_ok=True)
-    script = bin_dir / "npu-smi"
-    script.write_text(f"#!/bin/sh\n[ \"$1\" = info ] && cat {FIXTURES / fixture}\n")
-    script.chmod(0o755)
-    return str(bin_dir)
-
-
-def _dry_run(tmp_path: Path, fixture: str | None, *extra: str, engine: str = "docker", env: dict | None = None):
-    sysbin = _path_without_engines(tmp_path)
-    for tool in ("awk", "sort", "wc", "getent"):  # used by the chip pick and the group lookup
-        found = shutil.which(tool)
-        if found and not (Path(sysbin) / tool).exists():
-            (Path(sysbin) / tool).symlink_to(found)
-    path = f"{fake_engine(tmp_path, engine, has_image=False)}:{sysbin}"
-    if fixture:
-        path = f"{_stand_in_npu_smi(tmp_path, fixture)}:{path}"
-    dev = tmp_path / "dev"  # an 8-NPU host: /dev/davinci0..7
-    dev.mkdir(exist_ok=True)
-    for n in range(8):
-        (dev / f"davinci{n}").touch()
-    return run(tmp_path, "ascend", "--dry-run", "--out", tmp_path / "o", "--data-dir", tmp_path / "d", *extra,
-               dev=dev, path=path, env=env)
-
-
 @pytest.mark.parametrize("fixture, chip", [("910prob_info.txt", "910"), ("910b3_info.txt", "910b")])
 def test_dry_run_reads_the_chip_from_npu_smi_and_builds_for_it(tmp_path, fixture, chip):
-    proc = _dry_run(tmp_path, fixture)
+    proc = ascend_dry_run(tmp_path, fixture)
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     name = {"910": "910ProB", "910b": "910B3"}[chip]
@@ -244,19 +217,19 @@ def test_dry_run_reads_the_chip_from_npu_smi_and_builds_for_it(tmp_path, fixture
 
 @pytest.mark.parametrize("fixture, shown", [("910_a3_info.txt", "Ascend910"), ("310p3_info.txt", "310P3")])
 def test_chips_without_an_image_are_refused_in_one_line(tmp_path, fixture, shown):
-    line = one_line_error(_dry_run(tmp_path, fixture))
+    line = one_line_error(ascend_dry_run(tmp_path, fixture))
     assert line.startswith(f"reproduce.sh: chip {shown} (npu-smi info) has no image here"), line
 
 
 def test_ascend_chip_overrides_npu_smi_and_is_checked(tmp_path):
-    proc = _dry_run(tmp_path, "910prob_info.txt", env={"ASCEND_CHIP": "910b"})
+    proc = ascend_dry_run(tmp_path, "910prob_info.txt", env={"ASCEND_CHIP": "910b"})
     assert proc.returncode == 0 and proc.stdout.startswith("# ascend chip: 910b (ASCEND_CHIP)"), proc.stderr
-    line = one_line_error(_dry_run(tmp_path, None, env={"ASCEND_CHIP": "950"}))
+    line = one_line_error(ascend_dry_run(tmp_path, None, env={"ASCEND_CHIP": "950"}))
     assert "ASCEND_CHIP=950 is not a chip this image is built for" in line
 
 
 def test_rootless_podman_keeps_the_callers_groups(tmp_path):
-    proc = _dry_run(tmp_path, "910b3_info.txt", engine="podman")
+    proc = ascend_dry_run(tmp_path, "910b3_info.txt", engine="podman")
     assert proc.returncode == 0, proc.stderr
     run_cmd = shlex.split(next(line for line in proc.stdout.splitlines() if "--platform ascend" in line))
     assert run_cmd[run_cmd.index("--group-add") + 1] == "keep-groups" and "--userns=keep-id" in run_cmd
@@ -265,7 +238,7 @@ def test_rootless_podman_keeps_the_callers_groups(tmp_path):
 def test_lock_refusal_for_this_architecture_is_named_in_the_dry_run(tmp_path):
     arch = os.uname().machine
     refused = re.search(rf"^# LOCK-INCOMPLETE-ARCH {arch}: (.*)$", LOCK, re.M)
-    proc = _dry_run(tmp_path, "910b3_info.txt")
+    proc = ascend_dry_run(tmp_path, "910b3_info.txt")
     assert proc.returncode == 0, proc.stderr
     assert ("requirements/ascend.txt is incomplete" in proc.stderr) == bool(refused)
 

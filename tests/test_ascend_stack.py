@@ -4,21 +4,19 @@ requirements/ascend.in, reproduce.sh's chip pick from `npu-smi info` and its bui
 docs/platforms/ascend.md. A chip whose stack differs from the others needs per-chip ARGs in all of them; these
 tests say where."""
 
-import fnmatch
 import re
 import shlex
 import tomllib
 
 import pytest
 
-from tests.conftest import REPO
-from tests.test_ascend_image import DOCKERFILE, FIXTURES, _dry_run, arg_default, lock_pins
+from tests.helpers import NPUSMI_FIXTURES, REPO, ascend_dry_run, dockerfile_arg, lock, one_line_error
 
 TABLE = tomllib.loads((REPO / "harness" / "preflight" / "ascend.toml").read_text())
 CHIPS = TABLE["chip"]
 STACK_KEYS = {"cann": "CANN_VERSION", "torch": "TORCH_VERSION", "torch_npu": "TORCH_NPU_VERSION",
               "mindspore": "MINDSPORE_VERSION"}
-REPRODUCE = (REPO / "reproduce.sh").read_text()
+DOCKERFILE = (REPO / "Dockerfile.ascend").read_text()
 
 
 def _in_pins() -> dict[str, str]:
@@ -26,19 +24,9 @@ def _in_pins() -> dict[str, str]:
     return {m.group(1).lower(): m.group(2) for m in re.finditer(r"^([A-Za-z0-9._-]+)==(\S+)", text, re.M)}
 
 
-def _chip_cases() -> dict[str, list[str]]:
-    """reproduce.sh's `case "${names% x*}"` arms: chip -> the npu-smi name patterns that pick it."""
-    block = REPRODUCE[REPRODUCE.index('case "${names% x*}" in\n') + len('case "${names% x*}" in\n'):]
-    block = block[:block.index("esac")]
-    arms: dict[str, list[str]] = {}
-    for patterns, chip in re.findall(r"^[ \t]*([^\s)]+)\) chip=(\S+) ;;", block, re.M):
-        arms.setdefault(chip, []).extend(patterns.split("|"))
-    return arms
-
-
 def test_one_table_per_chip_the_image_accepts_with_every_key():
     dockerfile_chips = re.search(r'case "\$\{ASCEND_CHIP\}" in \\\n\s+([^)]+)\) ;;', DOCKERFILE).group(1).split("|")
-    assert sorted(CHIPS) == sorted(dockerfile_chips) == sorted(_chip_cases())
+    assert sorted(CHIPS) == sorted(dockerfile_chips)  # reproduce.sh builds the table's chips: the dry runs below
     for chip, row in CHIPS.items():
         for key in (*STACK_KEYS, "min_driver", "min_firmware"):
             assert isinstance(row[key], str), f"{chip}.{key}"
@@ -60,21 +48,22 @@ def test_one_table_per_chip_the_image_accepts_with_every_key():
 @pytest.mark.parametrize("chip", sorted(CHIPS))
 def test_chip_stack_is_what_the_image_installs(chip):
     row = CHIPS[chip]
-    pins, in_pins = lock_pins(), _in_pins()
+    pins, in_pins = {k: v for k, (v, _) in lock("ascend.txt").items()}, _in_pins()
     for key, arg in STACK_KEYS.items():
-        assert row[key] == arg_default(arg), (
-            f"ascend.toml [{chip}] {key}={row[key]} but Dockerfile.ascend ARG {arg}={arg_default(arg)}: a per-chip "
+        default = dockerfile_arg("Dockerfile.ascend", arg)
+        assert row[key] == default, (
+            f"ascend.toml [{chip}] {key}={row[key]} but Dockerfile.ascend ARG {arg}={default}: a per-chip "
             "stack needs per-chip ARGs in Dockerfile.ascend, passed by reproduce.sh, and a lock of its own")
     for key in ("torch", "torch_npu", "mindspore"):
         pkg = key.replace("_", "-")
         assert pins[pkg] == row[key], f"requirements/ascend.txt pins {pkg}=={pins[pkg]}, [{chip}] says {row[key]}"
         assert in_pins[pkg] == row[key], f"requirements/ascend.in pins {pkg}=={in_pins[pkg]}"
-    base = arg_default("BASE_IMAGE").replace("${ASCEND_CHIP}", chip)
+    base = dockerfile_arg("Dockerfile.ascend", "BASE_IMAGE").replace("${ASCEND_CHIP}", chip)
     assert f"cann:{row['cann']}-{chip}-" in base, base
 
 
 def test_reproduce_passes_no_per_chip_stack_so_every_chip_gets_the_dockerfile_defaults(tmp_path):
-    proc = _dry_run(tmp_path, "910prob_info.txt")
+    proc = ascend_dry_run(tmp_path, "910prob_info.txt")
     assert proc.returncode == 0, proc.stderr
     build = shlex.split(next(line for line in proc.stdout.splitlines() if " build -f " in line))
     build_args = sorted(build[i + 1].split("=", 1)[0] for i, a in enumerate(build) if a == "--build-arg")
@@ -82,24 +71,27 @@ def test_reproduce_passes_no_per_chip_stack_so_every_chip_gets_the_dockerfile_de
         "reproduce.sh now passes stack ARGs: make test_chip_stack_is_what_the_image_installs read them per chip")
 
 
-def test_npu_smi_names_match_reproduce_chip_pick_patterns():
-    arms = _chip_cases()
-    for chip, row in CHIPS.items():
-        for name in row["npu_smi_names"]:
-            picked = [c for c, patterns in arms.items() if any(fnmatch.fnmatchcase(name, p) for p in patterns)]
-            assert picked and picked[0] == chip, f"{name}: reproduce.sh picks {picked}, ascend.toml says {chip}"
-    # every literal name reproduce.sh knows is in the table
-    literal = {p for patterns in arms.values() for p in patterns if not any(ch in p for ch in "*?[")}
-    assert literal <= {n for row in CHIPS.values() for n in row["npu_smi_names"]}
+def test_a_name_the_table_does_not_list_picks_no_chip(tmp_path):
+    """reproduce.sh picks the chip from the table's names alone: a name one letter longer than a chip's first name
+    gets no image, in one line."""
+    text = (NPUSMI_FIXTURES / "910prob_info.txt").read_text()
+    for chip, row in sorted(CHIPS.items()):
+        name = f"{row['npu_smi_names'][0]}X"
+        assert all(name not in other["npu_smi_names"] for other in CHIPS.values())
+        (tmp_path / chip).mkdir()
+        fixture = tmp_path / chip / "info.txt"
+        fixture.write_text(text.replace("910ProB            ", f"{name:<19}"))
+        line = one_line_error(ascend_dry_run(tmp_path / chip, str(fixture)))
+        assert line.startswith(f"reproduce.sh: chip {name} (npu-smi info) has no image here"), line
 
 
 @pytest.mark.parametrize("chip, name", [(c, n) for c, row in sorted(CHIPS.items()) for n in row["npu_smi_names"]])
 def test_reproduce_builds_the_tables_chip_for_each_npu_smi_name(tmp_path, chip, name):
     """An 8-NPU `npu-smi info` (the 910ProB fixture's layout) with this name in every Name cell."""
     fixture = tmp_path / f"{name}_info.txt"
-    text = (FIXTURES / "910prob_info.txt").read_text()
+    text = (NPUSMI_FIXTURES / "910prob_info.txt").read_text()
     fixture.write_text(text.replace("910ProB            ", f"{name:<19}"))
-    proc = _dry_run(tmp_path, str(fixture))
+    proc = ascend_dry_run(tmp_path, str(fixture))
     assert proc.returncode == 0, proc.stderr
     first = proc.stdout.splitlines()[0]
     assert first.startswith(f"# ascend chip: {chip} (npu-smi info: {name} x8); "), first

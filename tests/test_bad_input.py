@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from harness.data import cora
-from tests.conftest import REPO
+from tests.helpers import REPO
 
 MATRIX = (REPO / "harness" / "config" / "matrix.toml").read_text()
 RESULT = {"schema": 1, "cell": "model/gcn/pytorch/eager/amp-off/1dev", "repeat": 0, "kind": "model", "model": "gcn",

@@ -7,7 +7,7 @@ import pytest
 
 from harness.models.bert import CLS, MASK, PAD, SEP, mask_batch
 from harness.models.bert.vocab import SPECIALS, _frame, encode_reviews
-from tests.test_equivalence import _probe
+from tests.helpers import probe_model
 
 HP = {"vocab": 50, "min_freq": 1}
 
@@ -62,7 +62,7 @@ def test_the_wordpiece_vocabulary_is_the_same_on_every_run():
 
 @pytest.mark.parametrize("ms_mode", ["graph", "pynative"])
 def test_two_steps_from_the_same_weights_give_the_same_losses(tmp_path, ms_mode):
-    pt = _probe(tmp_path, "bert", "pytorch", "eager")
-    ms = _probe(tmp_path, "bert", "mindspore", ms_mode)
+    pt = probe_model(tmp_path, "bert", "pytorch", "eager")
+    ms = probe_model(tmp_path, "bert", "mindspore", ms_mode)
     for key in ("step_loss", "loss_after"):  # the first step's loss, and the loss the second step starts from
         assert abs(float(ms[key]) - float(pt[key])) <= 1e-4, (key, float(ms[key]), float(pt[key]))

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from tests.conftest import REPO
+from tests.helpers import REPO
 
 sys.path.insert(0, str(REPO / "tools"))
 try:

@@ -6,6 +6,7 @@ import pytest
 
 from harness.data import cifar10, fixtures
 from harness.models import resnet50 as rn
+from tests.helpers import probe_model, rel_diff
 
 
 @pytest.mark.parametrize("as_tarball", [False, True])
@@ -112,9 +113,7 @@ def test_bn_running_statistics_agree_after_one_step(tmp_path):
     """tests/test_equivalence.py compares the loss after the probe step, which uses batch statistics; this
     compares the eval-mode output after it, which uses the BN running statistics the step updated
     (PyTorch momentum 0.1 == MindSpore momentum 0.9, unbiased running variance in both)."""
-    from tests.test_equivalence import _probe, rel_diff
-
-    pt = _probe(tmp_path, "resnet50", "pytorch", "eager")
-    ms = _probe(tmp_path, "resnet50", "mindspore", "pynative")
+    pt = probe_model(tmp_path, "resnet50", "pytorch", "eager")
+    ms = probe_model(tmp_path, "resnet50", "mindspore", "pynative")
     assert rel_diff(ms["after"], pt["after"]) <= 1e-3
     assert rel_diff(pt["after"], pt["forward"]) > 1e-3  # the step did change the running statistics

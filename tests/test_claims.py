@@ -11,6 +11,10 @@ import pytest
 
 from harness import claims
 from harness.claims import TIE_RATIO
+from tests.helpers import CLAIM_MODELS as MODELS
+from tests.helpers import PAPER_OPS, claim, paper_world
+from tests.helpers import model_result as model
+from tests.helpers import scaling_result as scaling
 
 FIXTURE = Path(__file__).with_name("fixtures") / "results_quick.json"
 # The fields the rules and the report read (curves, rounded, for Figure 3); epochs and logs are left out.
@@ -19,64 +23,6 @@ KEEP = ("cell", "repeat", "status", "reason", "platform", "kind", "model", "op",
         "first_epoch_throughput", "mean_throughput_other_epochs", "time_to_target_s", "global_throughput",
         "per_device_throughput", "efficiency", "params", "shape", "dtype", "direction", "throughput", "median_s",
         "iqr_s", "versions", "curve", "settings", "process_env", "test_metric", "flops_per_s")
-
-MODELS = ("resnet50", "gcn", "gru")
-
-
-# -- made-up results ----------------------------------------------------------------------------------------------
-def model(name, fw, mode, amp="off", *, other, first=None, ttt=None, devices=1, status="ok", repeat=0,
-          platform="cpu", **kw):
-    kind = "model" if devices == 1 else "scaling"
-    r = {"cell": f"{kind}/{name}/{fw}/{mode}/amp-{amp}/{devices}dev", "kind": kind, "model": name, "framework": fw,
-         "mode": mode, "amp": amp, "devices": devices, "status": status, "repeat": repeat, "platform": platform,
-         "synthetic": False, "dataset": "d", "throughput_unit": "items/s", "metric": "accuracy", "target": 0.8,
-         "best_metric": 0.9 if ttt else 0.5, "first_epoch_throughput": other if first is None else first,
-         "mean_throughput_other_epochs": other, "time_to_target_s": ttt, "reason": None}
-    if status != "ok":
-        r.update(reason="exit code 1: boom", first_epoch_throughput=None, mean_throughput_other_epochs=None)
-    return {**r, **kw}
-
-
-def scaling(name, fw, mode, n, per_device, **kw):
-    return model(name, fw, mode, devices=n, other=per_device * n, per_device_throughput=per_device,
-                 global_throughput=per_device * n, **kw)
-
-
-def op(name, fw, mode, params, throughput, direction="fwd", dtype="fp32", batch=16, **kw):
-    return {"cell": f"operator/{name}/{fw}/{mode}/{dtype}/{direction}/batch{batch}-p{params}", "kind": "operator",
-            "op": name, "framework": fw, "mode": mode, "amp": "off", "devices": 1, "dtype": dtype,
-            "direction": direction, "shape": {"batch": batch, "p": params}, "params": params,
-            "throughput": throughput, "status": "ok", "repeat": 0, "platform": "cpu", "reason": None, **kw}
-
-
-# MindSpore/PyTorch operator throughput ratios as the paper describes them: BatchNorm ahead even when small,
-# Conv2d ahead only when large, every ratio growing with the parameter count.
-PAPER_OPS = {"batchnorm2d": {32: 2.0, 512: 3.0}, "conv2d": {9280: 0.5, 36928: 0.8, 147712: 2.0},
-             "linear": {33280: 0.5, 262656: 1.5}}
-
-
-def paper_world(ops=PAPER_OPS):
-    """Results that agree with every claim of the paper, keyed by cell id and repeat."""
-    rs = []
-    for m in MODELS:
-        pt, ms = (100.0, 200.0) if m == "resnet50" else (100.0, 50.0)       # MindSpore faster on ResNet50 only
-        ttt_pt, ttt_ms = (10.0, 2.0) if m == "resnet50" else (2.0, 10.0)
-        rs += [model(m, "pytorch", "eager", other=pt, first=0.95 * pt, ttt=ttt_pt),
-               model(m, "pytorch", "eager", "O2", other=1.5 * pt, first=1.4 * pt),
-               model(m, "mindspore", "graph", other=ms, first=0.3 * ms, ttt=ttt_ms),
-               model(m, "mindspore", "graph", "O2", other=1.5 * ms, first=0.3 * ms),
-               model(m, "mindspore", "graph", "O3", other=1.6 * ms, first=0.3 * ms),
-               model(m, "mindspore", "pynative", other=0.5 * min(pt, ms))]
-    rs += [scaling("resnet50", "mindspore", "graph", 2, 0.9 * 200.0),
-           scaling("resnet50", "pytorch", "eager", 2, 0.6 * 100.0)]
-    for name, ratios in ops.items():
-        for direction in ("fwd", "fwd+bwd"):
-            for params, ratio in ratios.items():
-                rs += [op(name, "pytorch", "eager", params, 1000.0, direction),
-                       op(name, "mindspore", "graph", params, 1000.0 * ratio, direction),
-                       op(name, "mindspore", "pynative", params, 10.0, direction)]
-    return {(r["cell"], r["repeat"]): r for r in rs}
-
 
 def cid(name, fw, mode, amp="off", devices=1):
     return f"{'model' if devices == 1 else 'scaling'}/{name}/{fw}/{mode}/amp-{amp}/{devices}dev"
@@ -89,13 +35,6 @@ def setf(world, cell, **fields):
 def drop(world, pred):
     for key in [k for k in world if pred(k[0])]:
         del world[key]
-
-
-def claim(world_or_results, cid_, **kw):
-    results = list(world_or_results.values()) if isinstance(world_or_results, dict) else world_or_results
-    found = {c.id: c for c in claims.evaluate(results, **kw)}
-    assert set(found) == set(claims.TITLES)
-    return found[cid_]
 
 
 # -- the paper's world: everything supported ----------------------------------------------------------------------

@@ -7,8 +7,7 @@ import pytest
 from harness.config import matrix
 from harness.errors import HarnessError
 from harness.report import build as report
-from tests.conftest import harness
-from tests.test_report import _write_run
+from tests.helpers import harness, write_run
 
 
 def test_passes_cells_cover_the_threads_axis_and_the_matrix_models():
@@ -56,7 +55,7 @@ def _companion_run(tmp_path):
          "framework": "pytorch", "mode": "eager", "amp": "off", "wall_s": 321.0, "test_metric": 0.5,
          "time_to_target_s": None, "epochs": [{"epoch": 0, "train_s": 300.0, "loss": 1.25, "samples": 16}]},
     ]
-    return _write_run(tmp_path / "run", "cpu", {"hostname": "h", "cpu": {"model": "Xeon_%", "cores": 2}}, results)
+    return write_run(tmp_path / "run", "cpu", {"hostname": "h", "cpu": {"model": "Xeon_%", "cores": 2}}, results)
 
 
 def test_the_report_puts_each_study_beside_this_run_with_its_hardware(tmp_path):

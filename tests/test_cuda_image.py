@@ -11,41 +11,17 @@ import sys
 
 import pytest
 
-from tests.conftest import REPO
-from tests.test_reproduce import _path_without_engines, fake_engine
-from tests.test_reproduce import run as run_reproduce
+from tests.helpers import REPO, dockerfile_env, fake_engine, lock, path_without_engines, run_reproduce
 
 CUDA11 = {"nvidia-cuda-runtime-cu11", "nvidia-cublas-cu11", "nvidia-cudnn-cu11", "nvidia-cufft-cu11",
           "nvidia-curand-cu11", "nvidia-cusolver-cu11", "nvidia-cusparse-cu11", "nvidia-cuda-nvrtc-cu11"}
-
-
-def _lock(name: str) -> dict[str, tuple[str, list[str]]]:
-    """name -> (version, sha256 hashes) of a requirements/*.txt lock."""
-    text = (REPO / "requirements" / name).read_text()
-    pins = {}
-    for block in re.split(r"\n(?=[A-Za-z0-9])", text):
-        m = re.match(r"([A-Za-z0-9._-]+)==(\S+)", block)
-        if m:
-            pins[m.group(1).lower()] = (m.group(2), re.findall(r"--hash=sha256:([0-9a-f]{64})", block))
-    return pins
-
-
-def _env(dockerfile: str) -> dict[str, str]:
-    """The ENV keys and values a Dockerfile sets (all ENV instructions, continuation lines joined)."""
-    text = (REPO / dockerfile).read_text().replace("\\\n", " ")
-    env = {}
-    for line in text.splitlines():
-        if line.startswith("ENV "):
-            for key, value in re.findall(r'(\w+)=("[^"]*"|\S+)', line[4:]):
-                env[key] = value.strip('"')
-    return env
 
 
 def test_cuda_lock_is_complete_from_pypi_alone_with_every_hash():
     text = (REPO / "requirements" / "cuda.txt").read_text()
     assert "LOCK-INCOMPLETE" not in text
     assert not re.search(r"^\s*--(extra-)?index-url", text, re.M), "no index besides PyPI"
-    pins = _lock("cuda.txt")
+    pins = lock("cuda.txt")
     assert pins["torch"][0] == "2.7.1" and pins["mindspore"][0] == "2.10.0"
     assert all(hashes for _, hashes in pins.values()), [n for n, (_, h) in pins.items() if not h]
     # PyPI's torch 2.7.1 is the CUDA 12.6 build: its CUDA libraries are the cu12 wheels, never cu11 ones.
@@ -54,7 +30,7 @@ def test_cuda_lock_is_complete_from_pypi_alone_with_every_hash():
 
 
 def test_cuda11_libs_lock_has_what_the_mindspore_plugin_needs_with_every_hash():
-    pins = _lock("cuda11-libs.txt")
+    pins = lock("cuda11-libs.txt")
     assert set(pins) == CUDA11
     assert all(hashes for _, hashes in pins.values())
     assert pins["nvidia-cudnn-cu11"][0].startswith("8.9."), "cuDNN 8 (the plug-in links libcudnn.so.8), 8.9 for sm_90"
@@ -63,7 +39,7 @@ def test_cuda11_libs_lock_has_what_the_mindspore_plugin_needs_with_every_hash():
 
 
 def test_dockerfile_cuda_sets_what_a_gpu_host_and_any_uid_need():
-    env = _env("Dockerfile.cuda")
+    env = dockerfile_env("Dockerfile.cuda")
     # MindSpore's CUDA 11 tree is named to the harness, not set image-wide: PyTorch's CUDA 12 build must not take
     # it for its CUDA home (CUDA_HOME, CUDA_PATH, nvcc on PATH and /usr/local/cuda are where it looks).
     assert "CUDA_HOME" not in env and "CUDA_PATH" not in env
@@ -106,7 +82,7 @@ def test_dockerfile_cuda_first_layer_takes_exactly_the_locks_nvidia_wheels_with_
     out = subprocess.run(["awk", program, str(REPO / "requirements" / "cuda.txt")], capture_output=True, text=True,
                          check=True).stdout
     (tmp_path / "cuda-nvidia.txt").write_text(out)
-    selected = {n: v for n, v in _lock("cuda.txt").items() if n.startswith("nvidia-")}
+    selected = {n: v for n, v in lock("cuda.txt").items() if n.startswith("nvidia-")}
     assert len(selected) >= 10 and "nvidia-cudnn-cu12" in selected
     got = re.split(r"\n(?=[A-Za-z0-9])", out.strip())
     assert len(got) == len(selected)
@@ -190,7 +166,7 @@ def test_podman_gets_selinux_labels_off_for_the_gpu_and_docker_does_not(tmp_path
         where.mkdir()
         bin_dir = fake_engine(where, engine)
         proc = run_reproduce(where, "cuda", "--dry-run", "--out", where / "o",
-                             path=f"{bin_dir}:{_path_without_engines(where)}")
+                             path=f"{bin_dir}:{path_without_engines(where)}")
         assert proc.returncode == 0, proc.stderr
         lines[engine] = next(line for line in proc.stdout.splitlines() if "--platform cuda" in line)
     assert "--security-opt=label=disable" in lines["podman"] and "--device nvidia.com/gpu=all" in lines["podman"]

@@ -11,14 +11,9 @@ import sys
 
 import pytest
 
-from tests.conftest import REPO
-from tests.test_cuda_image import _env, _lock
+from tests.helpers import REPO, dockerfile_arg, dockerfile_env, lock
 
 DOCKERFILE = (REPO / "Dockerfile.cuda").read_text()
-
-
-def _arg(name: str) -> str:
-    return re.search(rf"^ARG {name}=(\S+)$", DOCKERFILE, re.M).group(1)
 
 
 def _labels() -> dict[str, str]:
@@ -30,16 +25,16 @@ def test_library_file_names_follow_the_locked_cuda11_versions():
     """MindSpore's check reads the CUDA version from libcudart.so.X.Y.Z (and cuDNN's from libcudnn.so.X.Y.Z), names
     the wheels do not ship: the image makes them from build ARGs, which must be the locked versions (a lock bump
     that forgets the ARG fails here, and the build's own version check fails too)."""
-    pins = _lock("cuda11-libs.txt")
-    assert _arg("CUDART_CU11_VERSION") == pins["nvidia-cuda-runtime-cu11"][0]
-    assert _arg("CUDNN_CU11_VERSION") == pins["nvidia-cudnn-cu11"][0]
+    pins = lock("cuda11-libs.txt")
+    assert dockerfile_arg("Dockerfile.cuda", "CUDART_CU11_VERSION") == pins["nvidia-cuda-runtime-cu11"][0]
+    assert dockerfile_arg("Dockerfile.cuda", "CUDNN_CU11_VERSION") == pins["nvidia-cudnn-cu11"][0]
     text = DOCKERFILE.replace("\\\n", " ")
     assert 'ln -s libcudart.so.11.0 "/opt/cuda11/toolkit/lib64/libcudart.so.${CUDART_CU11_VERSION}"' in text
     assert 'ln -s libcudnn.so.8 "/opt/cuda11/toolkit/lib64/libcudnn.so.${CUDNN_CU11_VERSION%.*}"' in text
     # The check names the plug-in folder gpu<major.minor of cudart>; the folder of the plug-in MindSpore's loader
     # takes for CUDA 11.8 is gpu11.6.
     assert 'ln -s "gpu${MINDSPORE_CUDA}" "$plugin/gpu${CUDART_CU11_VERSION%.*}"' in text
-    assert _arg("MINDSPORE_CUDA") == "11.6"
+    assert dockerfile_arg("Dockerfile.cuda", "MINDSPORE_CUDA") == "11.6"
     # The build checks the installed cudart against the ARG.
     assert '"$CUDNN_CU11_VERSION" "$CUDART_CU11_VERSION"' in text and '"nvidia-cuda-runtime-cu11"' in text
 
@@ -56,7 +51,7 @@ def test_labels_say_per_framework_which_architectures_have_machine_code_and_whic
 
 
 def test_ptx_jit_cache_is_a_kept_folder_any_uid_can_write_within_cudas_limit():
-    env = _env("Dockerfile.cuda")
+    env = dockerfile_env("Dockerfile.cuda")
     assert env["CUDA_CACHE_PATH"] == "/cache/cuda-jit" == _labels()["io.ms-pt-harness.cuda_jit_cache"]
     # 4 GiB: the largest CUDA_CACHE_MAXSIZE the CUDA Programming Guide's environment variable table allows.
     assert int(env["CUDA_CACHE_MAXSIZE"]) == 4294967296
@@ -111,8 +106,9 @@ def test_mindspore_own_check_reads_cudart_and_picks_gpu11_6_on_the_image_layout(
     pytest.importorskip("mindspore")
     if not shutil.which("ldd"):
         pytest.skip("MindSpore's check runs ldd")
-    out, err = _mindspore_check(tmp_path, [f"libcudart.so.{_arg('CUDART_CU11_VERSION')}"])
-    assert f"VERSION {_arg('CUDART_CU11_VERSION')}" in out
+    cudart = dockerfile_arg("Dockerfile.cuda", "CUDART_CU11_VERSION")
+    out, err = _mindspore_check(tmp_path, [f"libcudart.so.{cudart}"])
+    assert f"VERSION {cudart}" in out
     assert "FOLDER gpu11.8 True gpu11.6" in out, out
     assert "Cannot find cuda libs" not in err
     # CUDA 11.8 is not in MindSpore 2.10's list of CUDA versions (10.1, 11.1, 11.6): it says so, and only that.

@@ -33,7 +33,7 @@ from harness import cli
 from harness import data as datasets
 from harness.data import cifar10, cora, fetch, fixtures, imdb, multi30k
 from harness.errors import HarnessError
-from tests.conftest import REPO
+from tests.helpers import REPO
 
 ONLY = "model/resnet50/*,model/gcn/*,model/gru/*"   # cifar10 (one tarball), cora and multi30k (files one by one)
 NOBODY = 65534

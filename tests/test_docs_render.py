@@ -12,7 +12,7 @@ import pytest
 
 from harness.docs import blocks as docs
 from harness.errors import HarnessError
-from tests.conftest import REPO, harness
+from tests.helpers import REPO, harness
 
 sys.path.insert(0, str(REPO / "tools"))
 try:

@@ -8,7 +8,7 @@ import pytest
 
 from harness import profiling
 from harness.config import matrix
-from tests.conftest import SHARED_DATA, harness
+from tests.helpers import SHARED_DATA, harness
 
 CONTRACT = {"cell", "kind", "model", "framework", "mode", "amp", "devices", "status", "reason", "metric", "target",
             "best_metric", "test_metric", "time_to_target_s", "first_epoch_throughput",

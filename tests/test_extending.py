@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
+from tests.helpers import REPO
 
 TOY = REPO / "tests" / "fixtures" / "toy"
 COPIED = ("harness", "tests", "templates", "pyproject.toml")   # what the scratch tree's harness and tests need

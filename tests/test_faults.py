@@ -26,7 +26,7 @@ from harness import cli
 from harness.host import envinfo
 from harness.launch import faults, runner
 from harness.results.store import write_atomic
-from tests.conftest import write_matrix
+from tests.helpers import write_matrix
 
 FIRST, SECOND = "model/gcn/pytorch/eager/amp-off/1dev", "model/gcn/mindspore/graph/amp-off/1dev"
 ROOT = os.geteuid() == 0

@@ -14,7 +14,7 @@ import pytest
 
 from harness.data import archive, cifar10, cora, fixtures, multi30k
 from harness.errors import HarnessError
-from tests.conftest import REPO
+from tests.helpers import REPO
 
 TOP = cifar10.MEMBER_DIR
 REAL_EXTRACTALL = tarfile.TarFile.extractall

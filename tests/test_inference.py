@@ -11,7 +11,7 @@ import pytest
 from harness.config import matrix
 from harness.frameworks import backend
 from harness.scenarios.inference import nets as inference
-from tests.conftest import REPO, harness
+from tests.helpers import REPO, harness
 
 
 def test_quick_profile_has_small_inference_cells_and_the_full_axes_expand():

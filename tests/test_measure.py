@@ -8,7 +8,7 @@ from harness import claims
 from harness.report import build as report
 from harness.report import companion
 from harness.results import measure
-from tests.test_report import _write_run
+from tests.helpers import write_run
 
 
 def _gcn(fw="pytorch", mode="eager", model="gcn", **kw):
@@ -49,7 +49,7 @@ def test_claims_report_and_companion_read_the_same_time_to_target(tmp_path):
     results = [_gcn(model=m, repeat=k, time_to_target_s=t, curve=[[k + 1.0, 0.8]])
                for m in ("gcn", "lstm") for k, t in enumerate(times)]
     results += [_gcn("mindspore", "graph", repeat=0, time_to_target_s=1.0)]
-    run = _write_run(tmp_path / "run", "cpu", {}, results)
+    run = write_run(tmp_path / "run", "cpu", {}, results)
     table = {r["model"]: r for r in claims.time_to_target_table(results)}
     assert table["gcn"]["pytorch_s"] is None and "PyTorch did not reach the target" in table["gcn"]["notes"]
     rows = {r["cell"]: r for r in report.collect([run])["rows"]}
@@ -109,7 +109,7 @@ def test_the_report_prints_each_ratios_interval_where_there_are_repeats(tmp_path
                     curve=[[t * f, 0.75]])
                for fw, mode, t, tput in (("pytorch", "eager", 2.0, 100.0), ("mindspore", "graph", 4.0, 50.0))
                for k, f in enumerate(scale)]
-    run = _write_run(tmp_path / "run", "cpu", {"hostname": "h"}, results)
+    run = write_run(tmp_path / "run", "cpu", {"hostname": "h"}, results)
     data = report.collect([run])
     ttt = next(t for t in data["time_to_target"]["cpu"] if t["model"] == "gcn")
     iv = measure.ratio_interval(measure.Sample(tuple(2.0 * f for f in scale)),

@@ -16,7 +16,7 @@ import pytest
 
 from harness.errors import HarnessError
 from harness.report import build as report
-from tests.conftest import harness
+from tests.helpers import harness
 
 FIXTURE = Path(__file__).parent / "fixtures" / "h200_two_profiles"
 CELL = "model/resnet50/pytorch/eager/amp-off/1dev"

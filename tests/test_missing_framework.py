@@ -10,8 +10,7 @@ import sys
 from pathlib import Path
 
 from harness.host import platforms
-from tests.conftest import REPO, write_matrix
-from tests.test_reproduce import run as run_reproduce
+from tests.helpers import REPO, run_reproduce, write_matrix
 
 
 def _hiding(tmp_path: Path, *modules: str) -> dict:

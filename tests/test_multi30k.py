@@ -6,7 +6,7 @@ import pytest
 from harness.config.spec import ProfileSettings
 from harness.data import multi30k
 from harness.models import gru
-from tests.conftest import SHARED_DATA
+from tests.helpers import SHARED_DATA
 
 HP = {"min_freq": 2, "max_len": 40}
 

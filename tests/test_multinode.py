@@ -21,7 +21,7 @@ from harness.config import cellid
 from harness.config.matrix import load
 from harness.errors import HarnessError
 from harness.launch import process as launch
-from tests.conftest import REPO, harness, write_matrix
+from tests.helpers import REPO, harness, write_matrix
 
 sys.path.insert(0, str(REPO / "tools"))
 import nodes_here  # noqa: E402

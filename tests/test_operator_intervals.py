@@ -10,8 +10,7 @@ from harness.claims import INCONCLUSIVE, TIE_RATIO
 from harness.config import cellid, matrix
 from harness.results import measure
 from harness.scenarios.operator import ops as operators
-from tests.conftest import quick_pynative_matrix
-from tests.test_claims import claim, op, paper_world
+from tests.helpers import claim, op_result, paper_world, quick_pynative_matrix
 
 BATCH = 16
 
@@ -39,7 +38,7 @@ TIGHT = [[1.0, 1.001, 0.999, 1.0, 1.002, 0.998, 1.0]]
 
 
 def test_block_replicates_resample_processes_as_well_as_blocks():
-    r = op("linear", "pytorch", "eager", 100, 1000.0)
+    r = op_result("linear", "pytorch", "eager", 100, 1000.0)
     one = measure.block_replicates(cell(timed(r, TIGHT)))
     two_alike = measure.block_replicates(cell(timed(r, TIGHT * 2)))
     two_apart = measure.block_replicates(cell(timed(r, [TIGHT[0], [2 * f for f in TIGHT[0]]])))
@@ -164,7 +163,7 @@ def _waiting_thread_in_a_thread(cores: set[int]) -> tuple[int, dict]:
     import threading
 
     from harness.launch.context import CellContext
-    from harness.scenarios.operator.ops import mindspore as ms_ops
+    from harness.scenarios.operator import mindspore as ms_ops
 
     ctx = CellContext(cell=None, platform="cpu", repeat=0, data_folder=None, synthetic=True)
     seen = {}
@@ -238,7 +237,7 @@ def test_a_bad_operator_core_count_refuses_the_run_in_one_line(tmp_path):
     import subprocess
     import sys
 
-    from tests.conftest import REPO
+    from tests.helpers import REPO
 
     env = {**os.environ, "PYTHONPATH": str(REPO), "HARNESS_OPERATOR_CORES": "two"}
     p = subprocess.run([sys.executable, "-m", "harness", "run", "--platform", "cpu", "--out", tmp_path / "o",
@@ -253,7 +252,7 @@ def test_a_bad_operator_core_count_refuses_the_run_in_one_line(tmp_path):
 def test_a_process_with_fast_s_is_taken_at_the_fast_quantile_of_its_blocks():
     """Blocks in two phases (a third of them 1.7x slower, as on the 2-core machine): the process's throughput and its
     replicates are those of the fast phase, where the median of the same blocks would sit between the phases."""
-    r = op("linear", "pytorch", "eager", 100, 1000.0)
+    r = op_result("linear", "pytorch", "eager", 100, 1000.0)
     base = BATCH / 1000.0
     times = [base * (1.7 if k % 3 == 0 else 1.0) * (1 + 0.001 * (k % 5)) for k in range(30)]
     fast = float(measure.fast_time(times))

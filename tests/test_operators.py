@@ -13,7 +13,7 @@ from harness.host import allocator
 from harness.launch import turns
 from harness.results import measure
 from harness.scenarios.operator import ops as operators
-from tests.conftest import harness, quick_pynative_matrix
+from tests.helpers import harness, quick_pynative_matrix
 
 
 def test_parameter_and_flop_counts():
@@ -103,7 +103,7 @@ def test_one_configuration_in_both_frameworks_through_the_runner(tmp_path):
 
 
 def _layout_can_be_fixed() -> bool:
-    code = "from harness import operators; print(operators.fixed_layout())"
+    code = "from harness.scenarios.operator import ops as operators; print(operators.fixed_layout())"
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True).stdout.strip() == "True"
 
@@ -113,9 +113,10 @@ def test_an_operator_process_is_started_again_with_fixed_addresses(tmp_path):
     second call asks for no second exec."""
     if not _layout_can_be_fixed():
         pytest.skip("this kernel or container refuses personality(ADDR_NO_RANDOMIZE)")
-    code = ("import os, sys\nfrom harness import operators\n"
+    ops = "from harness.scenarios.operator import ops as operators"
+    code = (f"import os, sys\n{ops}\n"
             "if operators.fixed_layout():\n    os.execv(sys.executable, [sys.executable, '-c', "
-            "'from harness import operators; print(operators.layout_state(), operators.fixed_layout())'])\n")
+            f"'{ops}; print(operators.layout_state(), operators.fixed_layout())'])\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["off", "False"]
 

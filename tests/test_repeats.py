@@ -7,7 +7,7 @@ import pytest
 from harness.claims.models import compared_settings
 from harness.config import matrix as matrix_mod
 from harness.errors import HarnessError
-from tests.conftest import harness, write_matrix
+from tests.helpers import harness, write_matrix
 
 
 def _repeats(profile, repeats=None):

@@ -15,21 +15,10 @@ import pytest
 
 from harness.host import platforms
 from harness.report import build as report
-from tests.conftest import REPO
+from tests.helpers import REPO, write_run
 
 FIXTURE = Path(__file__).parent / "fixtures" / "results_quick.json"  # a real quick-profile run on the CI machine
 IN_CI = bool(os.environ.get("CI"))
-
-
-def _write_run(folder: Path, platform: str, env: dict, results: list[dict], profile: str = "quick") -> Path:
-    (folder / "cells").mkdir(parents=True)
-    (folder / "run.json").write_text(json.dumps({"platform": platform, "profile": profile, "invocations": []}))
-    (folder / "env.json").write_text(json.dumps(env))
-    for r in results:
-        d = folder / "cells" / r["cell"]
-        d.mkdir(parents=True, exist_ok=True)
-        (d / f"r{r.get('repeat', 0)}.json").write_text(json.dumps(r))
-    return folder
 
 
 def _fixture_run(tmp_path):
@@ -43,7 +32,7 @@ def _fixture_run(tmp_path):
            "log_tail": "Traceback\n<b>boom</b> 50% {}"}
     results = [{**ok, "repeat": k, "first_epoch_throughput": first} for k, first in enumerate((1000.0, 3000.0, 2000.0))]
     results.append({**bad, "repeat": 0, "first_epoch_throughput": None})
-    return _write_run(run, "cpu", {"hostname": "<host>&_%", "cpu": {"model": "x", "cores": 2}}, results,
+    return write_run(run, "cpu", {"hostname": "<host>&_%", "cpu": {"model": "x", "cores": 2}}, results,
                       profile="full")
 
 
@@ -98,9 +87,9 @@ def _cuda_results(quick: list[dict]) -> list[dict]:
 def two_hosts(tmp_path_factory):
     quick = json.loads(FIXTURE.read_text())
     root = tmp_path_factory.mktemp("report")
-    cpu = _write_run(root / "cpu", "cpu", {"hostname": "ci", "cpu": {"model": "Intel(R) Xeon(R)", "cores": 2},
+    cpu = write_run(root / "cpu", "cpu", {"hostname": "ci", "cpu": {"model": "Intel(R) Xeon(R)", "cores": 2},
                                            "packages": {"torch": "2.13.0+cpu", "mindspore": "2.10.0"}}, quick)
-    cuda = _write_run(root / "cuda", "cuda", {"hostname": "v100-box", "nvidia": {"gpus": [{"name": "Tesla V100"}],
+    cuda = write_run(root / "cuda", "cuda", {"hostname": "v100-box", "nvidia": {"gpus": [{"name": "Tesla V100"}],
                                                                                  "driver": "535"},
                                               "packages": {"torch": "2.7.1+cu126", "mindspore": "2.10.0"}},
                       _cuda_results(quick))
@@ -141,7 +130,7 @@ def test_planned_skips_are_one_line_per_rule_and_raise_no_alarm(tmp_path):
     skipped = [{**r, "cell": r["cell"].replace("amp-off", f"amp-O{k}"), "amp": f"O{k}", "status": "skipped",
                 "reason": why, "repeat": rep} for r in quick if r["kind"] == "model" and r["model"] == "gcn"
                and r["amp"] == "off" and r.get("repeat", 0) == 0 for k in (2, 3) for rep in (0, 1)]
-    run = _write_run(tmp_path / "run", "cpu", {"hostname": "ci"}, quick + skipped)
+    run = write_run(tmp_path / "run", "cpu", {"hostname": "ci"}, quick + skipped)
     html = report.render([run]).read_text()
     # Said once, above the contents (the claims' collapsed lists still name each cell they could not compare, why).
     assert html.count(f"by the rule: {why}") == 1 and f"{len(skipped)} run(s) skipped as planned, by the rule" in html
@@ -191,11 +180,11 @@ def test_a_merged_report_says_the_hosts_ran_different_framework_versions_beside_
 
 def test_one_host_or_the_same_versions_need_no_note(tmp_path):
     env = {"hostname": "a", "packages": {"torch": "2.13.0+cpu", "mindspore": "2.10.0"}}
-    one = _write_run(tmp_path / "a", "cpu", env, [])
-    two = _write_run(tmp_path / "b", "cpu", {**env, "hostname": "b"}, [])
+    one = write_run(tmp_path / "a", "cpu", env, [])
+    two = write_run(tmp_path / "b", "cpu", {**env, "hostname": "b"}, [])
     assert report.version_note(report.collect([one])["hosts"]) is None
     assert report.version_note(report.collect([one, two])["hosts"]) is None
-    older = _write_run(tmp_path / "c", "cpu", {**env, "hostname": "c", "packages": {"torch": "2.12.0+cpu"}}, [])
+    older = write_run(tmp_path / "c", "cpu", {**env, "hostname": "c", "packages": {"torch": "2.12.0+cpu"}}, [])
     hosts = report.collect([one, older])["hosts"]
     assert report.version_note(hosts).startswith("The hosts ran different framework versions: PyTorch 2.13.0+cpu "
                                                  "(cpu (a)), 2.12.0+cpu (cpu (c)); MindSpore 2.10.0 (cpu (a)), not "
@@ -217,7 +206,7 @@ def test_each_run_wide_caveat_is_said_once_and_a_claims_own_under_it(tmp_path):
     """The quick fixture on a CPU host: what holds for every claim (platform, profile, one repeat, versions) is said
     once above the claims, in report.html and report.tex; a claim's own caveat (C1's synthetic ResNet50) in its row."""
     quick = json.loads(FIXTURE.read_text())
-    run = _write_run(tmp_path / "run", "cpu", {"hostname": "ci", "packages": {"torch": "2.13.0+cpu"}}, quick)
+    run = write_run(tmp_path / "run", "cpu", {"hostname": "ci", "packages": {"torch": "2.13.0+cpu"}}, quick)
     data = report.collect([run])
     run_wide, found = data["run_caveats"]["cpu"], data["claims"]["cpu"]
     assert len(found) > 5 and [x.split(":")[0].split(";")[0] for x in run_wide] == [

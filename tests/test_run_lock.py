@@ -10,7 +10,7 @@ import pytest
 
 from harness.errors import HarnessError
 from harness.results.store import RunStore
-from tests.conftest import REPO
+from tests.helpers import REPO
 
 HOLD = """
 import sys, time

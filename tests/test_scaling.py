@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, with_quick_pynative
+from tests.helpers import REPO, with_quick_pynative
 
 
 def _processes_with(needle: str) -> list[int]:

@@ -11,7 +11,9 @@ from harness.config import matrix, matrix_check
 from harness.config.cell import Cell
 from harness.config.spec import InferenceSpec, ModelSpec, OperatorSpec, PassesSpec, ProfileSettings
 from harness.errors import HarnessError
-from tests.test_bad_input import MATRIX
+from tests.helpers import MATRIX_TOML
+
+MATRIX = MATRIX_TOML.read_text()
 
 
 def _cells():

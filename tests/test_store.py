@@ -3,7 +3,7 @@ import json
 import pytest
 
 from harness.results.store import RunStore, write_json_atomic
-from tests.conftest import harness
+from tests.helpers import harness
 
 
 def test_atomic_write_leaves_no_temporary_files(tmp_path):

@@ -19,7 +19,7 @@ from harness.config.spec import ModelSpec, OperatorSpec
 from harness.launch import runner
 from harness.telemetry import cpu, npusmi, nvml, summary
 from harness.telemetry.sampler import Sampler, Source
-from tests.conftest import REPO, SHARED_DATA, harness, write_matrix
+from tests.helpers import REPO, SHARED_DATA, harness, write_matrix
 
 FIXTURES = Path(__file__).parent / "fixtures" / "npusmi"
 
