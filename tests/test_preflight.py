@@ -348,7 +348,9 @@ def test_the_cpu_step_trains_and_a_missing_device_is_one_line(framework):
 
 
 def _dry_run_line(tmp_path, platform, engine, dev_files=()):
-    from tests.test_reproduce import _path_without_engines, fake_engine, run
+    from tests.helpers import fake_engine
+    from tests.helpers import path_without_engines as _path_without_engines
+    from tests.helpers import run_reproduce as run
 
     dev = tmp_path / "dev"
     dev.mkdir(exist_ok=True)

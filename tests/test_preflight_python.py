@@ -14,7 +14,7 @@ from harness.preflight import FAIL, NEXT, NOTE, PASS, checks_common, data, rende
 from harness.preflight.__main__ import _why_no_step
 from harness.preflight.host import Host, Output, collect
 from tests.conftest import REPO, copy_reproduce
-from tests.test_reproduce import _path_with_python
+from tests.helpers import path_without_engines as _path_with_python
 
 PY = "/usr/bin/python3.11"
 

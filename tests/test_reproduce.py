@@ -13,76 +13,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, copy_reproduce
+from tests.helpers import REPO, copy_reproduce, fake_engine, one_line_error
+from tests.helpers import checkout_without_venv as _checkout_without_venv
+from tests.helpers import engine_calls as calls
+from tests.helpers import path_without_engines as _path_with_python
+from tests.helpers import path_without_engines as _path_without_engines
+from tests.helpers import run_reproduce as run
 
 SCRIPT = REPO / "reproduce.sh"
 ASCEND_MOUNTS = ("/usr/local/Ascend/driver/lib64/:/usr/local/Ascend/driver/lib64/:ro",
                  "/usr/local/bin/npu-smi:/usr/local/bin/npu-smi:ro", "/usr/local/dcmi:/usr/local/dcmi:ro")
-
-
-def _path_without_engines(tmp_path: Path, python3: bool = True) -> str:
-    """A PATH holding the tools the script needs but no docker or podman: with a python3 (what reproduce.sh asks of
-    harness/preflight/shell.py on cuda and ascend), or, python3=False, no Python at all."""
-    bin_dir = tmp_path / ("sysbin" if python3 else "sysbin-nopython")
-    bin_dir.mkdir(exist_ok=True)
-    for tool in ("bash", "sed", "grep", "git", "date", "id", "sha256sum", "cut", "head", "basename", "dirname",
-                 "mkdir", "cat", "uname", "printf", "awk", "df", "du"):
-        found = shutil.which(tool)
-        if found and not (bin_dir / tool).exists():
-            (bin_dir / tool).symlink_to(found)
-    if python3 and not (bin_dir / "python3").exists():
-        (bin_dir / "python3").symlink_to(os.path.realpath(getattr(sys, "_base_executable", sys.executable)))
-    return str(bin_dir)
-
-
-def fake_engine(tmp_path: Path, name: str = "docker", *, answers: bool = True, has_image: bool = True,
-                build_ok: bool = True, report_error: str | None = None, rootless: bool = True) -> Path:
-    """A docker/podman stand-in that logs its arguments (tab-separated, one call a line) to calls.log; with
-    report_error, the harness's `report` inside it prints that line and exits 2, as the harness does. Asked
-    `info --format {{.Host.Security.Rootless}}` (podman), it says `rootless`."""
-    bin_dir = tmp_path / "fakebin"
-    bin_dir.mkdir(exist_ok=True)
-    log = tmp_path / "calls.log"
-    on_report = (f"case \" $* \" in *' report /results '*) echo '{report_error}' >&2; exit 2 ;; esac;"
-                 if report_error else "")
-    script = f"""#!/usr/bin/env bash
-{{ printf '%s\t' "$@"; printf '\n'; }} >> {log}
-case "$1" in
-  info) case "$*" in *Rootless*) echo {str(rootless).lower()} ;; esac; exit {0 if answers else 1} ;;
-  image) exit {0 if has_image else 1} ;;
-  build) echo "STEP 1/9: FROM base" >&2; exit {0 if build_ok else 1} ;;
-  run) {on_report} exit 0 ;;
-esac
-exit 0
-"""
-    (bin_dir / name).write_text(script)
-    (bin_dir / name).chmod(0o755)
-    return bin_dir
-
-
-def run(tmp_path: Path, *args, dev: Path | None = None, path: str | None = None, env: dict | None = None):
-    fake_dev = dev if dev is not None else tmp_path / "dev"
-    fake_dev.mkdir(exist_ok=True)
-    full_env = {**os.environ, "HARNESS_DEV_DIR": str(fake_dev), **(env or {})}
-    full_env.pop("CONTAINER_ENGINE", None)
-    if env and "CONTAINER_ENGINE" in env:
-        full_env["CONTAINER_ENGINE"] = env["CONTAINER_ENGINE"]
-    if path is not None:
-        full_env["PATH"] = path
-    return subprocess.run(["bash", str(SCRIPT), *map(str, args)], capture_output=True, text=True, timeout=60,
-                          cwd=tmp_path, env=full_env)
-
-
-def calls(tmp_path: Path) -> list[list[str]]:
-    log = tmp_path / "calls.log"
-    return [line.rstrip("\t").split("\t") for line in log.read_text().splitlines()] if log.exists() else []
-
-
-def one_line_error(proc) -> str:
-    lines = proc.stderr.strip().splitlines()
-    assert proc.returncode != 0, proc.stdout + proc.stderr
-    assert len(lines) == 1, f"expected one line on stderr, got: {proc.stderr!r}"
-    return lines[0]
 
 
 def test_unknown_platform_is_refused(tmp_path):
@@ -282,7 +222,6 @@ def test_check_image_runs_a_cell_of_every_model_and_reads_every_dataset_in_the_i
     (derived from the matrix, no list by hand): together a cell of every model of the matrix, both frameworks across
     them; tools/check_datasets.py covers every dataset, in the image as in the CUDA image's check."""
     import re
-    import sys
 
     from harness.config import matrix as matrix_mod
 
@@ -324,11 +263,6 @@ def test_synthetic_takes_the_harness_optional_dataset_list(tmp_path, given, pass
     assert tail == [str(data) if a == "DATA" else a for a in passed]
 
 
-def _path_with_python(tmp_path: Path) -> str:
-    """_path_without_engines, whose python3 --check runs harness/preflight with."""
-    return _path_without_engines(tmp_path)
-
-
 @pytest.mark.parametrize("platform, last", [
     ("cuda", "reproduce.sh: no NVIDIA GPU visible (nvidia-smi -L lists none, no {dev}/nvidia[0-9]*); run on a GPU "
              "host with the NVIDIA driver and container toolkit, or choose cpu"),
@@ -354,17 +288,6 @@ def test_check_is_in_the_usage_of_the_script_and_the_readme():
     assert "--check" in help_text.splitlines()[2] and "  --check " in help_text
     usage = next(line for line in (REPO / "README.md").read_text().splitlines() if line.startswith("`./reproduce.sh "))
     assert "[--check]" in usage
-
-
-def _checkout_without_venv(tmp_path: Path) -> Path:
-    """reproduce.sh, the harness (what the script asks harness/preflight/shell.py) and the CPU lock in a folder with
-    no .venv, as a fresh clone has them."""
-    clone = tmp_path / "clone"
-    (clone / "requirements").mkdir(parents=True)
-    copy_reproduce(clone)
-    shutil.copytree(REPO / "harness", clone / "harness", ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy(REPO / "requirements" / "cpu.txt", clone / "requirements" / "cpu.txt")
-    return clone
 
 
 @pytest.mark.parametrize("host, python3, said", [

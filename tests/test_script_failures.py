@@ -14,7 +14,10 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO
-from tests.test_reproduce import _checkout_without_venv, _path_without_engines, calls, one_line_error
+from tests.helpers import checkout_without_venv as _checkout_without_venv
+from tests.helpers import engine_calls as calls
+from tests.helpers import one_line_error
+from tests.helpers import path_without_engines as _path_without_engines
 
 SCRIPT = REPO / "reproduce.sh"
 # Tools the native build and the stand-ins below use besides _path_without_engines' list.
