@@ -1,7 +1,6 @@
 """Where the GRU training step's time goes, per framework: the target profile's sizes (batch 64, embedding 128,
 hidden 256, vocabularies 6000 / 4869), each of the step's parts switched off in turn, at every bucket width.
-
-The GRU cell's step carries four things a plain seq2seq loop may not: global-norm gradient clipping, a loss that
+ The GRU cell's step carries four things a plain seq2seq loop may not: global-norm gradient clipping, a loss that
 ignores <pad> targets, the encoder's state gathered at each row's <eos> (not its last position), and length
 buckets (a batch is cut to its bucket's width: 10, 14, 18, 22 or 31 tokens). Here the same encoder-decoder
 (nn.Embedding + nn.GRU, batch first; a dense layer over the decoder's outputs; Adam, lr 2e-3) is built with each

@@ -1,6 +1,5 @@
 """Does the host's memory change an operator's speed in phases? (docs/methodology/operators.md, item 14)
-
-One operator cell's process, set up as the runner sets up an operator cell on a CPU host (the back-end's process
+ One operator cell's process, set up as the runner sets up an operator cell on a CPU host (the back-end's process
 environment for an operator cell, address randomisation off, confined to the operator's core, the back-end's
 `setup` and the operator's `build`), times its blocks back to back for --seconds. Every second it prints the 10th
 percentile of that second's block times beside the 10th percentile of the memory probe taken between them

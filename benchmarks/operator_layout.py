@@ -1,10 +1,8 @@
 """Does an operator's time depend on where its buffers land? (docs/methodology/operators.md, item 11)
-
-For each quick-profile operator cell of the chosen frameworks (default: MindSpore's), --processes fresh processes per
+ For each quick-profile operator cell of the chosen frameworks (default: MindSpore's), --processes fresh processes per
 allocator, interleaved (a, b, c, a, b, c, ...), each set up as the runner sets up the cell on a CPU host: confined to
 the operator's cores (harness.scenarios.operator.ops.cpu_cores), the back-end's process environment for an operator
-cell with
-HARNESS_ALLOCATOR set to that allocator, its `setup`, and the operator scenario that times the cell
+cell with HARNESS_ALLOCATOR set to that allocator, its `setup`, and the operator scenario that times the cell
 (harness/scenarios/operator.py). It prints each process's median time per allocator with their CV
 (how far the processes disagree), then per allocator the range of those CVs and how its median process compares with
 the first allocator's (faster or slower by more than 2%, or within 2%).

@@ -2,8 +2,8 @@
 process, as always; or read N finished sweeps with --reuse) and print, with the load average before and after
 and each sweep's wall time,
   0. the operator stability figure (0a, 0b), per configuration and MindSpore mode, of the MindSpore/PyTorch
-     throughput ratio:
-     a. the half-width of its 95% interval within a sweep (harness.results.measure.OpConfig.ratio_interval: the two
+     throughput ratio: a. the half-width of its 95% interval within a sweep
+     (harness.results.measure.OpConfig.ratio_interval: the two
      cells'
         repeats and their blocks resampled), as a share of the ratio (goal: <= 5% for >= 90% of configurations, in
         every sweep), and
@@ -55,8 +55,7 @@ def results(out: Path) -> dict[str, list[dict]]:
 def ratio_figures(run: dict[str, list[dict]]) -> dict[str, tuple[float, float | None]]:
     """{configuration and MindSpore mode: (ratio, interval half-width / ratio)} for one sweep, as the report and the
     claims take them: the ratio of the medians over the repeats (harness.results.measure.operator_ratios), its interval
-    from
-    the repeats (processes) and their blocks resampled (OpConfig.ratio_interval)."""
+    from the repeats (processes) and their blocks resampled (OpConfig.ratio_interval)."""
     from harness.results import measure
 
     index = measure.summarise(r for rs in run.values() for r in rs)

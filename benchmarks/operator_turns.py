@@ -8,8 +8,7 @@ process set up as the runner sets up that cell (the back-end's process environme
 worker waits on its pipe (asleep, no CPU) while another times, so two never compute at the same time. Each round
 gives a ratio from blocks taken within a fraction of a second of each other; a configuration's ratio is the median
 over the rounds, its 95% interval a percentile bootstrap over the rounds. It prints the operator stability figure
-(0a, 0b) for this
-method over --sweeps sweeps, with each sweep's wall time and the load average before and after:
+(0a, 0b) for this method over --sweeps sweeps, with each sweep's wall time and the load average before and after:
   0a. configurations whose ratio interval has a half-width <= 5% in every sweep (goal: >= 90%)
   0b. configurations whose ratio lies within 5% of its median over the sweeps in every sweep (goal: >= 90%)
 

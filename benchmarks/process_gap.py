@@ -1,7 +1,6 @@
 """Each framework at its best at the process level: the harness cell exactly as the runner launches it (its own
 process, its environment and allocator, telemetry on) against the reference loop in a fresh plain process.
-
-benchmarks/reference_gap.py compares the two loops inside one process, which cannot see what differs between
+ benchmarks/reference_gap.py compares the two loops inside one process, which cannot see what differs between
 processes: the allocator the process got, the malloc threshold's history, thread placement. Here every turn is a
 new process:
   harness:   `python -m harness run --platform PLATFORM --profile P --only CELL` on a copy of the matrix whose profile

@@ -1,6 +1,5 @@
 """Each framework at its best: harness workload throughput / its framework's own recommended loop (goal >= 0.95).
-
-For each model x framework x mode x AMP level, one fresh process (as the runner gives every cell):
+ For each model x framework x mode x AMP level, one fresh process (as the runner gives every cell):
   harness:   the cell's workload (harness/models/<model>/<fw>.py build(), the back-end's setup() applied), its
              train_epoch() timed exactly as scenarios/training.py times it (clock around the epoch, device
              synchronised before the clock is read);
@@ -75,8 +74,7 @@ TINY = {"profile": "quick", "rounds": 1, "train_samples": {}, "epochs_per_block"
 
 def set_up_on(cell, folder: str | None, platform: str, until: str = "workload") -> InProcess:
     """harness.launch.inprocess.set_up on `platform` (set_up itself sets a cell up on CPU): the back-end's setup(), the
-    data,
-    the model file's workload (unless `until` is "data"), as the child process does on that platform."""
+    data, the model file's workload (unless `until` is "data"), as the child process does on that platform."""
     if platform == "cpu":
         return set_up(cell, folder, until=until)
     ctx = CellContext(cell=cell, platform=platform, repeat=0, data_folder=folder, synthetic=folder is None)

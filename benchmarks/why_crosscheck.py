@@ -12,15 +12,14 @@
    the first convolution's input needs none).
 
 Both use harness.scenarios.operator.ops.blocked_time (warm-up, blocks until the clock is negligible), each in its own
-process under
-the memory allocator the framework's cells get, and compare the mean time per call: the profile's figure is a mean (its
-total over the profiled steps), and a call's time need not have one mode. MindSpore's CPU dropout on the 2708 x 1433
-input takes about 10.5 ms when both of its kernel's threads run on a 2-core host and about 20 ms when one does (20 ms
-throughout under `taskset -c 0`); a median picks one mode, a mean weighs both as the training steps did. The profile's
-figure is the one the report gives (its share of the profiled step times the measured step); the profiler's own self
-time is printed beside it. MindSpore's dropout is timed with the output's first element read back, not the whole
-15 MB. It prints each pair, their ratio and whether it is within 20%, with the load average before and after: run it
-with nothing else on the machine. Exit code 1 where a pair is not within 20%. `--out FILE` adds this run's rows, load
+process under the memory allocator the framework's cells get, and compare the mean time per call: the profile's figure
+is a mean (its total over the profiled steps), and a call's time need not have one mode. MindSpore's CPU dropout on the
+2708 x 1433 input takes about 10.5 ms when both of its kernel's threads run on a 2-core host and about 20 ms when one
+does (20 ms throughout under `taskset -c 0`); a median picks one mode, a mean weighs both as the training steps did. The
+profile's figure is the one the report gives (its share of the profiled step times the measured step); the profiler's
+own self time is printed beside it. MindSpore's dropout is timed with the output's first element read back, not the
+whole 15 MB. It prints each pair, their ratio and whether it is within 20%, with the load average before and after: run
+it with nothing else on the machine. Exit code 1 where a pair is not within 20%. `--out FILE` adds this run's rows, load
 averages and time to FILE (a JSON list of runs; docs/runs/<run>/why_crosscheck.json beside the run it checks).
 """
 

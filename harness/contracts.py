@@ -2,13 +2,11 @@
 (`harness/scenarios/<name>.py`), a model package (`harness/models/<model>/__init__.py`, which declares what it
 provides for the passes scenario) and its model files (`harness/models/<model>/<fw>.py`, whose `build` returns a
 Workload), an operator file (`harness/scenarios/operator/<fw>.py`), a passes file (`harness/scenarios/passes/<fw>.py`),
-an inference file
-(`harness/scenarios/inference/<fw>.py`) and a dataset (`harness/data/<name>.py`) each provide exactly what these
-Protocols name,
-with these parameter names. harness.config.conformance checks the models and datasets a matrix names before `harness
-run` or
-`harness list` does anything (one line naming the file and the missing part), and tests/test_contracts.py checks every
-module, so adding a framework, model, dataset or scenario is guided by a failing check.
+an inference file (`harness/scenarios/inference/<fw>.py`) and a dataset (`harness/data/<name>.py`) each provide exactly
+what these Protocols name, with these parameter names. harness.config.conformance checks the models and datasets a
+matrix names before `harness run` or `harness list` does anything (one line naming the file and the missing part), and
+tests/test_contracts.py checks every module, so adding a framework, model, dataset or scenario is guided by a failing
+check.
 
 What a plug-in may provide beyond its contract is a Protocol of its own here (PartialEpochWorkload,
 SelfPreparingDataset), checked by the same test; the code that uses it asks with isinstance, never with hasattr
@@ -184,8 +182,7 @@ class ReferenceModule(Protocol):
     It shares with the harness, on purpose, only what makes the comparison fair and is framework-neutral numpy: the
     initial weights, the data and its batches in order (harness.models.<name> packages) and the hyperparameters. From
     the harness it imports nothing else (harness.config.conformance checks): the network, the loss, the optimiser and
-    the loop
-    are written again in the framework's idiom (MindSpore: nn.Cell networks, a loss Cell, nn.TrainOneStepCell,
+    the loop are written again in the framework's idiom (MindSpore: nn.Cell networks, a loss Cell, nn.TrainOneStepCell,
     ms.amp.build_train_network for AMP; PyTorch: nn.Module networks, zero_grad(set_to_none=True), forward,
     loss.backward(), optimizer.step(), torch.autocast for AMP)."""
 
@@ -299,8 +296,8 @@ class DatasetModule(Protocol):
     FILES: dict[str, str]   # {file name: pinned sha256}
     URLS: dict[str, str]    # {file name: download URL}
     # Whether a profile's val_samples / eval_samples (harness/config/matrix.toml) cuts what a model's evaluate("val")
-    # reads
-    # from this dataset (False for a fixed split that the models always read whole, as Cora's 500 validation nodes).
+    # reads from this dataset (False for a fixed split that the models always read whole, as Cora's 500 validation
+    # nodes).
     EVAL_LIMITED: bool
 
     def val_split_size(self, data: dict) -> int:

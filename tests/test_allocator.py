@@ -31,8 +31,8 @@ def test_auto_takes_the_first_allocator_the_host_has(libs):
 
 def test_operator_cells_on_cpu_give_mindspore_the_allocator_pytorchs_cells_have(libs):
     """Under glibc MindSpore's operator processes differ by their buffers' layout (docs/methodology/operators.md,
-    item 11): its
-    operator cells on a CPU host take tcmalloc, else jemalloc; its model cells and other platforms keep glibc."""
+    item 11): its operator cells on a CPU host take tcmalloc, else jemalloc; its model cells and other platforms keep
+    glibc."""
     assert allocator.choose("mindspore", kind="operator") == ("system", {})  # neither library installed
     (libs / "libjemalloc.so.2").write_bytes(b"")
     name, env = allocator.choose("mindspore", kind="operator")

@@ -1,6 +1,5 @@
 """BERT (harness/models/bert): the masks both frameworks see, the vocabularies, and the BERT reference-gap figure:
-from the same
-weights, the losses of two steps equal within 1e-4 in PyTorch eager and MindSpore GRAPH / PYNATIVE."""
+from the same weights, the losses of two steps equal within 1e-4 in PyTorch eager and MindSpore GRAPH / PYNATIVE."""
 
 import numpy as np
 import pytest

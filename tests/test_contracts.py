@@ -1,6 +1,5 @@
 """Conformance: every framework back-end, scenario, model folder (harness.config.conformance: its package, framework
-files,
-event-log rules and reference loops), operator, passes and inference file and dataset provides what
+files, event-log rules and reference loops), operator, passes and inference file and dataset provides what
 harness/contracts.py declares, with the declared parameter names. Back-ends, scenarios, model packages and datasets
 are imported (they import no framework at module level); model, reference, operator, passes and inference files are
 read as source (ast), so the check needs neither PyTorch nor MindSpore and a new model or framework that lacks a piece
@@ -63,8 +62,7 @@ def test_every_cell_kind_has_a_scenario():
 def test_every_model_folder_is_whole(model):
     """Its package (MLPERF_KEYS, what it declares for the passes), each framework's file and its workload class, its
     event-log rules and each framework's reference loop (harness.config.conformance, which `harness run` and `harness
-    list`
-    also apply)."""
+    list` also apply)."""
     assert conformance.model_problems(model) == []
 
 

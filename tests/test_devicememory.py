@@ -1,9 +1,8 @@
 """Device memory (harness.devices.memory): the device table and its headroom rule, a cell too large for the device
 skipped before anything runs (the device's memory faked), `harness list` / `harness estimate` printing which cells
 fit, and the committed predictions (harness/devices/devicememory.json) kept current: every model's sizes and code
-against
-the fingerprint it was predicted for, and the CPU-side prediction re-derived and pinned to the byte for the models
-that trace in seconds (GCN, the GRU, ResNet50); BERT-base's trace takes minutes on 2 cores and runs with
+against the fingerprint it was predicted for, and the CPU-side prediction re-derived and pinned to the byte for the
+models that trace in seconds (GCN, the GRU, ResNet50); BERT-base's trace takes minutes on 2 cores and runs with
 HARNESS_MEMORY_PIN=all."""
 
 import json

@@ -1,6 +1,5 @@
 """The documentation and the committed run folders carry findings, not the diary of how they were made.
-
-Two scans, each failing with every offending file and line:
+ Two scans, each failing with every offending file and line:
 
 * Markdown (every `*.md` git knows or would add: tracked, plus untracked files not ignored; `third_party/` left out):
   no issue or stop numbers, no "(honestly)", no commit hashes of this repository ("commit 6931724"), no words about
@@ -11,8 +10,7 @@ Two scans, each failing with every offending file and line:
   is only "commit <hex>".
 * Run folders (`docs/**/run*/...` and `docs/runs/...`, text files only): no absolute host paths (`/work/`,
   `/home/`, `/root/`) and no symlinks (a run's `.interpreter/` links point into the machine that made it).
-
-Add a word or a path by extending MARKDOWN_RULES, MARKDOWN_PROSE_RULES or RUN_FOLDER_RULES.
+ Add a word or a path by extending MARKDOWN_RULES, MARKDOWN_PROSE_RULES or RUN_FOLDER_RULES.
 """
 
 from __future__ import annotations

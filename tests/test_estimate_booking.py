@@ -2,9 +2,8 @@
 smallest CPU ratio to PyTorch) to every comparison at the profile's max_repeats (at the largest), the cells a device
 cannot hold left out as the run leaves them out, the device factor from the two devices' own measurements where both
 have them and else by the stated rule (harness.estimate.devicescale), MindSpore priced from its CPU ratio to PyTorch
-and said to
-be a weak proxy (harness.estimate.frameworkratio), per model how many cells rest on a measured cell of the same model,
-precision and device kind, and, on their own lines, what the booking costs besides the cells."""
+and said to be a weak proxy (harness.estimate.frameworkratio), per model how many cells rest on a measured cell of the
+same model, precision and device kind, and, on their own lines, what the booking costs besides the cells."""
 
 import json
 from functools import cache

@@ -1,11 +1,9 @@
 """A model is its folder and a matrix entry, a dataset is one file: shown by adding both to a scratch copy of the tree.
-
-The toy model (tests/fixtures/toy/model/, copied to harness/models/toy/) and the toy dataset
+ The toy model (tests/fixtures/toy/model/, copied to harness/models/toy/) and the toy dataset
 (tests/fixtures/toy/toyblobs.py, copied to harness/data/toyblobs.py) plus the toy's matrix entry
 (tests/fixtures/toy/matrix_entry.toml, appended to harness/config/matrix.toml, and `toy` in the quick profile's models)
-are
-all that differs from this checkout. In that tree the toy passes the contract, equivalence and reference tests, runs a
-quick cell in each framework and mode on its real (written) data, writes event logs that MLPerf's checker accepts, and
+are all that differs from this checkout. In that tree the toy passes the contract, equivalence and reference tests, runs
+a quick cell in each framework and mode on its real (written) data, writes event logs that MLPerf's checker accepts, and
 is among the cells the image checks run. Taking away any one part makes `harness list` and `harness run` stop in one
 line that names the file and the part, exit 2, before any run folder is made.
 """

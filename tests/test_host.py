@@ -1,8 +1,7 @@
 """harness.host.plan.Host: one object says whether a cell runs on this host, for all three kinds of reason (a [[skip]]
-rule,
-a framework this Python lacks, too few devices), and the runner and `harness list --platform` give its answer alike.
-The host is faked where the answer depends on it: a framework hidden from importlib.util.find_spec (the way a missing
-install looks; nothing is imported), and the devices a platform shows through platforms.visible_devices."""
+rule, a framework this Python lacks, too few devices), and the runner and `harness list --platform` give its answer
+alike. The host is faked where the answer depends on it: a framework hidden from importlib.util.find_spec (the way a
+missing install looks; nothing is imported), and the devices a platform shows through platforms.visible_devices."""
 
 import importlib.util
 import json

@@ -1,7 +1,6 @@
 """The host's noise, read from a sweep's turn groups (harness.results.hostnoise): a group taken in a contended stretch
-is left
-out of its configuration's ratio and counted, the precision rule replaces it, and a configuration's interval assumes
-at least the run's spread between groups."""
+is left out of its configuration's ratio and counted, the precision rule replaces it, and a configuration's interval
+assumes at least the run's spread between groups."""
 
 import math
 

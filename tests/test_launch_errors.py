@@ -1,8 +1,6 @@
 """A failed cell's reason is the error itself (harness.launch.process.last_error, own_error): the line that names it,
-with a
-CUDA kernel's failed assertion where there is one, never the advice a framework prints after it.
-
-tests/fixtures/h200_bert_device_assert.log is the tail of a real cell's log: BERT-base at batch 256 x 128 on an
+with a CUDA kernel's failed assertion where there is one, never the advice a framework prints after it.
+ tests/fixtures/h200_bert_device_assert.log is the tail of a real cell's log: BERT-base at batch 256 x 128 on an
 NVIDIA H200 (PyTorch 2.11), failing in its first evaluation with a device-side assert (local paths replaced by
 PROJECT)."""
 

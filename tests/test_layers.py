@@ -1,6 +1,5 @@
 """The harness's import graph, read from the source with `ast`: no cycle, and the shared types at the bottom.
-
-Every `import harness...` and `from harness... import ...` statement is an edge (`from harness.pkg import name` goes
+ Every `import harness...` and `from harness... import ...` statement is an edge (`from harness.pkg import name` goes
 to `harness.pkg.name` where that is a module, else to `harness.pkg`). The rule chosen: the graph has no cycle, both
 among module-level imports (those under `if TYPE_CHECKING:` included: a type a module names belongs below it) and
 with the lazy ones (inside a function) added. A lazy import defers a cost (a framework, the report's libraries, a
@@ -8,8 +7,7 @@ telemetry back-end) to the process that needs it; it is not a way around a cycle
 Allowing lazy cycles would have hidden the one this test was written against: `matrix` and `companion_matrix`
 imported each other, one side inside a function. Plug-ins loaded by a name built at run time
 (`importlib.import_module(f"harness.models.{model}.{fw}")`) are not edges; tests/test_contracts.py checks those.
-
-With no cycle every module has a floor: 0 for one that imports nothing of the harness's, else one above the highest
+ With no cycle every module has a floor: 0 for one that imports nothing of the harness's, else one above the highest
 it imports, so every import points down. "No module imports one above it" also needs the bottom to stay the
 bottom, so the shared types (SHARED) may import only each other.
 

@@ -1,7 +1,6 @@
 """Event logs in MLPerf's format (harness/results/eventlog.py, harness/results/mlperf.py) and MLPerf's own compliance
-checker on them
-(harness/logcheck): a real quick GCN run through the runner passes it, a log broken on purpose fails it, the
-harness's checker config keeps the ruleset's common rules, and run folders written before the change are still
+checker on them (harness/logcheck): a real quick GCN run through the runner passes it, a log broken on purpose fails it,
+the harness's checker config keeps the ruleset's common rules, and run folders written before the change are still
 read (or refused in one line where they cannot be)."""
 
 from __future__ import annotations

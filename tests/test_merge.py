@@ -1,8 +1,7 @@
 """What `harness report` merges: run folders of one experiment (platform, profile, matrix file) merge, their cells'
 results as repeats where each ran the same settings; folders of different experiments stay apart, each its own
 labelled column group; results of one cell that ran different settings in one experiment are refused in one line.
-
-The fixture is two run folders of a real run on one NVIDIA H200 (profiles `gpuprobe` and `quick`, the harness's own
+ The fixture is two run folders of a real run on one NVIDIA H200 (profiles `gpuprobe` and `quick`, the harness's own
 output, local paths replaced by PROJECT and RUN), reduced to the ResNet50 fp32 PyTorch eager cell: 4,992 training
 images an epoch at batch 128 in one, 32 at batch 16 in the other. Merged as repeats of one cell, Table I once read
 "2,981 (692-5,270), ok 2/2" for them."""

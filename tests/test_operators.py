@@ -65,8 +65,7 @@ def test_one_configuration_in_both_frameworks_through_the_runner(tmp_path):
         assert 0 < r["fast_s"] <= r["median_s"] and r["iqr_s"] >= 0 and r["throughput"] == 64 / r["fast_s"]
         assert r["fast_s"] == pytest.approx(float(np.quantile(r["block_times_s"], measure.FAST_QUANTILE)))
         # every operator process on a CPU at the same addresses (harness.scenarios.operator.ops.fixed_layout), where
-        # the kernel
-        # lets a process turn randomisation off (a container's seccomp profile may not)
+        # the kernel lets a process turn randomisation off (a container's seccomp profile may not)
         assert r["settings"]["address_randomisation"] == ("off" if _layout_can_be_fixed() else
                                                           "on (personality() refused)")
         assert r["flops_per_s"] > 0 and r["percent_of_peak"] is None  # a CPU's peak is not known

@@ -1,10 +1,8 @@
 """Every profile's model cells at that profile's own sizes, on the CPU: one training step and the evaluation.
-
-For every profile of harness/config/matrix.toml and every distinct model size among its model and scaling cells (the
+ For every profile of harness/config/matrix.toml and every distinct model size among its model and scaling cells (the
 framework, mode and AMP axes do not change a size; a scaling cell's per-device batch is its model cell's), the
 model's workload is built as a cell builds it (`harness.launch.inprocess.set_up`, the model file's `build(ctx, data)`,
-the
-training scenario's `_trainer`) at the profile's batch, sequence length, vocabulary, minimum frequency, buckets and
+the training scenario's `_trainer`) at the profile's batch, sequence length, vocabulary, minimum frequency, buckets and
 dataset sizes (`train_samples`, `eval_samples`, `val_samples`, or the whole split), in PyTorch eager (every case)
 and MindSpore GRAPH (the models whose data feed indices into the network, one case per network shape: MS_INDEXED)
 at fp32 on one device, each framework in its own process (as cells run; this file is that process's script:
@@ -23,8 +21,7 @@ at fp32 on one device, each framework in its own process (as cells run; this fil
 Each framework runs in its own processes: PyTorch's and MindSpore's side by side, each case of a model in ALONE in a
 process of its own (see ALONE), the other cases together. BERT's WordPiece vocabulary is trained once per process and
 the reviews' encodings are shared between the processes through files (_memoise_bert_encoding): the same ids.
-
-Data: the real datasets where ../shared/data holds them (Cora, Multi30K, aclImdb: loaded once per process), else
+ Data: the real datasets where ../shared/data holds them (Cora, Multi30K, aclImdb: loaded once per process), else
 their synthetic stand-ins; CIFAR-10 is the synthetic stand-in unless that folder holds it too (5,000 training and
 1,000 test images, so at batch 128: 39 training and 8 evaluation batches, the last padded).
 

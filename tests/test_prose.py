@@ -1,10 +1,9 @@
 """The prose of the reviewer's documents cannot drift from what ran, and their links lead somewhere.
-
-README.md, ARTIFACT.md and docs/platforms/*.md: every number written outside a rendered block (harness.docs.blocks keeps
-those equal to the committed runs: tests/test_docs_render.py) must be one of the cited figures of docs/figures.toml,
-each listed with its source. A figure whose source is a committed file (`file`) must still be in that file; one whose
-source is outside the repository (`cite`: the paper, a vendor's document) names it. A figure no document uses any
-more is dropped from the list, so the list stays the set of numbers the prose states.
+ README.md, ARTIFACT.md and docs/platforms/*.md: every number written outside a rendered block (harness.docs.blocks
+keeps those equal to the committed runs: tests/test_docs_render.py) must be one of the cited figures of
+docs/figures.toml, each listed with its source. A figure whose source is a committed file (`file`) must still be in that
+file; one whose source is outside the repository (`cite`: the paper, a vendor's document) names it. A figure no document
+uses any more is dropped from the list, so the list stays the set of numbers the prose states.
 
 What counts as a number: a run of digits, with its decimal or version parts (`2.13.0`, `25.5.rc1`) and thousands
 separators (`50,000`), or an ISO date. Not counted: single digits (counts such as "2 cores", "8 NPUs"; the defaults

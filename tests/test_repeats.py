@@ -1,6 +1,6 @@
 """Repeats where a verdict needs them: the model cells the claims C1-C4 compare and the scaling cells C5 compares
-get the profile's `claim_repeats`,
-the others its `repeats`; `run --repeats N` sets every cell's; `--resume` runs only the repeats not yet ok."""
+get the profile's `claim_repeats`, the others its `repeats`; `run --repeats N` sets every cell's; `--resume` runs only
+the repeats not yet ok."""
 
 import pytest
 

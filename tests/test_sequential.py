@@ -1,6 +1,5 @@
 """Sequential repeats (harness/launch/sequential.py): the rule on known ratios, which comparisons ask for more, the
-runner's
-rounds, and the knobs of `harness run` and reproduce.sh."""
+runner's rounds, and the knobs of `harness run` and reproduce.sh."""
 
 import json
 import subprocess

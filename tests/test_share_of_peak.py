@@ -1,8 +1,7 @@
 """How far each model cell is from its device's limit: the FLOPs per training sample counted once (one PyTorch step
 under torch.utils.flop_counter, in the profiled pass, on a CPU too), times the throughput of the epochs after the
 first, over the device's dense peak at the cell's precision; in Table I (HTML and LaTeX) and the "Why" section.
-
-The GPU case is the ResNet50 fp32 PyTorch eager cell of a real run on one NVIDIA H200 (tests/fixtures/
+ The GPU case is the ResNet50 fp32 PyTorch eager cell of a real run on one NVIDIA H200 (tests/fixtures/
 h200_two_profiles/gpuprobe: 5,270 images/s), with the count a training step of the CIFAR variant makes (7.78 GFLOP an
 image, tests/test_profiling_device.py) written into its profile: 41 TFLOP/s, 61% of the H200's FP32 67 TFLOP/s."""
 

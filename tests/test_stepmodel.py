@@ -1,6 +1,5 @@
 """The estimate from measured step times (harness.estimate.stepmodel), the accelerator profile's order and sizes, and
-the
-progress line's estimate kept current per cell."""
+the progress line's estimate kept current per cell."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """Timing by turns (harness.launch.turns): the pipes' protocol between the runner and a group's children, the paired
-ratio
-it gives (harness.results.measure.OpConfig), and a run whose operator configurations take turns."""
+ratio it gives (harness.results.measure.OpConfig), and a run whose operator configurations take turns."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """Every dataset's real loader on small files in the dataset's exact on-disk format (harness/data/fixtures.py).
-
-Run inside each image under its own Python (tools/check_image.sh: `python /tools/check_datasets.py`), and by the test
+ Run inside each image under its own Python (tools/check_image.sh: `python /tools/check_datasets.py`), and by the test
 suite. Per dataset it writes the fixture into a temporary folder, then makes the two calls a cell makes: the runner's
 harness.data.prepare(NAME, DATA_DIR, allow_download=False) (sha256 of every file; the fixture's sha256 replaces the
 pinned one of the real file, the only thing bypassed) and the training scenario's harness.data.<NAME>.load(FOLDER),

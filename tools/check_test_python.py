@@ -1,6 +1,5 @@
 """Is this the Python the CPU and CUDA images ship? Debian bookworm's python3: CPython 3.11.2 from /usr.
-
-tox's `test` environment runs this first (commands_pre), under the environment's own interpreter, so the suite runs
+ tox's `test` environment runs this first (commands_pre), under the environment's own interpreter, so the suite runs
 under the images' Python whatever python3.11 comes first on the host's PATH (a newer 3.11, e.g. pyenv's, has library
 features 3.11.2 lacks: tarfile's extraction filters arrived in 3.11.4). One line either way. Under CI=true another
 Python is an error (exit 2); elsewhere a warning (exit 0), so a non-Debian workstation can still run the suite

@@ -2,8 +2,7 @@
 """Which GPU architectures a CUDA shared library carries code for, read from its ELF .nv_fatbin section.
 
     python3 tools/fatbin_archs.py LIB.so [LIB.so ...]      one line each: "LIB: sass sm_70 sm_80 ... ptx sm_86"
-
-No CUDA toolkit (cuobjdump) and no GPU needed: readelf (binutils) finds the section, and the fat binary's
+ No CUDA toolkit (cuobjdump) and no GPU needed: readelf (binutils) finds the section, and the fat binary's
 own headers (magic 0xBA55ED50; per entry: kind 1 = PTX, 2 = SASS (ELF cubin), and the sm version) are read
 from it. SASS for an architecture runs as it is; a GPU with only PTX of an older one gets its code JIT-compiled
 by the driver on first use (CUDA_CACHE_PATH keeps the result). tools/check_cuda_image.sh runs it in the image.

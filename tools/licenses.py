@@ -4,8 +4,7 @@
     python tools/licenses.py                      the distributions installed in this Python (.venv: the CPU lock)
     python tools/licenses.py --wheels DIR         every wheel in DIR (e.g. wheelhouse/cuda), METADATA read from the zip
     python tools/licenses.py --debian PKG [PKG]   the License: fields of /usr/share/doc/PKG/copyright on this host
-
-One Markdown row per package: name, version, the license as its metadata declares it (License-Expression, else the
+ One Markdown row per package: name, version, the license as its metadata declares it (License-Expression, else the
 first line of License, else the License :: classifiers), and the license files it ships. Standard library only.
 """
 

@@ -4,8 +4,7 @@
 Usage (from anywhere; stdlib only, needs network access to pypi.org):
 
     python3 tools/lock_requirements.py [--only NAME ...] [--keep-pins] [--python PYTHON3.11] [--torch-wheel-dir DIR ...]
-
-Locks produced (--only picks some; default: all):
+ Locks produced (--only picks some; default: all):
 
     cpu     requirements/cpu.in     ->  requirements/cpu.txt     torch X+cpu; x86_64 + aarch64
     test    requirements/test.in    ->  requirements/test.txt    (resolved with cpu.txt's pins as
@@ -18,8 +17,7 @@ Locks produced (--only picks some; default: all):
     cuda11-libs  requirements/cuda11-libs.in -> requirements/cuda11-libs.txt   the nvidia-*-cu11 wheels
                                                                    MindSpore's CUDA 11.6 GPU plug-in loads;
                                                                    installed outside the venv (Dockerfile.cuda)
-
-Install with:
+ Install with:
 
     pip install --require-hashes -r requirements/cpu.txt -r requirements/test.txt
 

@@ -1,8 +1,7 @@
 """Several nodes on one machine: start one `python -m harness run` per node, as a cluster's hosts would, and wait.
 
     python tools/nodes_here.py --nodes 2 --out runs/two-nodes -- --platform cpu --synthetic --only 'scaling/*' ...
-
-Each node gets HARNESS_NNODES, HARNESS_NODE_RANK, HARNESS_MASTER_ADDR=127.0.0.1 and a fixed HARNESS_MASTER_PORT, its
+ Each node gets HARNESS_NNODES, HARNESS_NODE_RANK, HARNESS_MASTER_ADDR=127.0.0.1 and a fixed HARNESS_MASTER_PORT, its
 own run folder (OUT/node0, OUT/node1, ...) and its own share of this machine's cores (node k the k-th slice, so two
 1-core "hosts" on a 2-core machine), and prints its last line. It is how the test suite runs a multi-node cell where
 there is one machine, and a way to try the multi-node path before a cluster is at hand. Exit code: the worst node's.

@@ -6,17 +6,15 @@ predictions (harness/devices/devicememory.json) that `harness run`, `list` and `
 
 Per model, at fp32 and under autocast: the model's PyTorch eager cell of the profile, on one device, is built as a
 cell builds it (harness.launch.inprocess.set_up: its folder's build(ctx, data), with the real dataset where --data-dir
-holds
-it, else its synthetic stand-in, recorded). Its parameters, buffers and the tensors the workload keeps (GCN's graph)
-then become fake tensors (FakeTensorMode: shape, dtype and device, no storage), and its own train_epoch() runs under
-PyTorch's MemTracker (torch.distributed._tools.mem_tracker), which adds up the bytes of every live tensor after each
-operator: the full batch costs no memory here. The trace stops after --steps optimizer steps (the optimizer's state
+holds it, else its synthetic stand-in, recorded). Its parameters, buffers and the tensors the workload keeps (GCN's
+graph) then become fake tensors (FakeTensorMode: shape, dtype and device, no storage), and its own train_epoch() runs
+under PyTorch's MemTracker (torch.distributed._tools.mem_tracker), which adds up the bytes of every live tensor after
+each operator: the full batch costs no memory here. The trace stops after --steps optimizer steps (the optimizer's state
 exists from the first), or at the end of the epoch if the batches' shapes differed. Autocast on the CPU is bf16,
 which stands in for a device's fp16: the same two bytes an element. A model that accumulates gradients
 (contracts.AccumulatingModel) is traced twice more per precision with its batch in two micro-batches, at
 micro-batches of a half and a quarter of its batch ("accumulated": what harness.devices.memory plans micro-batches by).
-
-Slow (BERT-base: about a minute per precision on 2 cores, most of it MemTracker's bookkeeping), hence committed;
+ Slow (BERT-base: about a minute per precision on 2 cores, most of it MemTracker's bookkeeping), hence committed;
 tests/test_devicememory.py fails when a model's sizes or code changed since (harness.devices.memory.stale) and
 re-derives the cheap models' figures.
 """

@@ -6,10 +6,10 @@ what only the host that ran it knows.
 
 Kept: run.json, env.json, why_crosscheck.json (benchmarks/why_crosscheck.py --out), report/**, and per cell and
 repeat r<k>.json (the result), r<k>.spec.json, r<k>.log and r<k>.mllog (r<k>.events.jsonl in schema-1 folders), with
-their r<k>.rank<n>.* of multi-process cells.
-Left out (removed with --in-place): .interpreter/ (shims that exec the run host's Python), every symlink, results moved
-aside by a re-run (r<k>.prev<n>.*), the children's scratch files (r<k>.child.json) and hidden temporary files.
-Rewritten in the text files (.json .jsonl .log .mllog .html .tex .txt .csv .md), every other byte kept:
+their r<k>.rank<n>.* of multi-process cells. Left out (removed with --in-place): .interpreter/ (shims that exec the run
+host's Python), every symlink, results moved aside by a re-run (r<k>.prev<n>.*), the children's scratch files
+(r<k>.child.json) and hidden temporary files. Rewritten in the text files (.json .jsonl .log .mllog .html .tex .txt .csv
+.md), every other byte kept:
     the run folder (--out, and where the specs' log paths put it)   PATH/x -> x (relative to the folder), PATH -> DIR
     the data folder (--data-dir, the specs' data folders' parent)   -> DATA
     the checkout that ran it (of the matrix path and argv[0]), and this one: PATH/x -> x (repository-relative)

@@ -6,8 +6,7 @@ plain clone (nothing beside it) and CI's. Written as JSON to --out; `docs/runs/t
 committed, which README.md's `test-command` block is rendered from (harness.docs.facts.test_command).
 
     python3 tools/test_summary.py --out FILE --wall S --disk-start-kb K --disk-low-kb K ENV:STATUS:SECONDS ...
-
-Standard library only: it runs under whatever python3 made .venv-tox.
+ Standard library only: it runs under whatever python3 made .venv-tox.
 """
 
 from __future__ import annotations

@@ -1,6 +1,5 @@
 """The paper's conclusions as rules: which ones a set of results supports, contradicts, or cannot judge.
-
-Input is the list of result dicts `python -m harness results RUN --json` prints (one per cell and repeat,
+ Input is the list of result dicts `python -m harness results RUN --json` prints (one per cell and repeat,
 from one or several runs). Only `status == "ok"` results count; a cell's value is the median over its ok
 repeats. Results from several platforms are never mixed: `evaluate` takes one platform (or refuses
 results from several), `evaluate_by_platform` evaluates each.
@@ -28,8 +27,7 @@ unmeasured parts in `reason` and its `caveats`.
 Fair settings (the paper's defaults, PyTorch 1.8.1 had no torch.compile): PyTorch eager vs MindSpore GRAPH,
 AMP off, 1 device, unless a claim is about another mode or AMP level. Operators: MindSpore GRAPH (PYNATIVE
 only where GRAPH was not measured, said in the evidence) against PyTorch eager, same op/shape/dtype/direction.
-
-The verdict does not depend on the platform, profile, data or number of repeats; those are caveats:
+ The verdict does not depend on the platform, profile, data or number of repeats; those are caveats:
 a contradiction measured on a CPU says something about CPUs, not about the Ascend 910 the paper used. One function
 (`_caveats`) builds them, in two places so that each is said once: what holds for the whole platform's run
 (`run_caveats`: the platform and the framework versions against the paper's, the profile, how the intervals are

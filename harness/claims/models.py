@@ -145,8 +145,7 @@ def _test(interval, passes) -> bool | None:
 def _c2(index: dict[str, Repeats]) -> list[Part]:
     """MindSpore's first epoch is marked (its fraction first / other epochs at most MARKED_FIRST_EPOCH) and worse
     than PyTorch's beyond the tie margin. With repeats, both tests are decided by intervals (harness.results.measure):
-    the
-    interval of MindSpore's median fraction against the threshold, and that of the ratio of the two frameworks'
+    the interval of MindSpore's median fraction against the threshold, and that of the ratio of the two frameworks'
     median fractions against the tie band; an interval on both sides of its line makes the part inconclusive."""
     parts = []
     for model in _models(index):

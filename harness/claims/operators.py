@@ -30,8 +30,7 @@ from harness.results.measure import LEVEL, OpConfig, interval_text, operator_rat
 @dataclass(frozen=True)
 class OpRatio:
     """One operator configuration (harness.results.measure.OpConfig: op, dtype, direction, shape) at the MindSpore mode
-    its
-    group is compared in."""
+    its group is compared in."""
 
     config: OpConfig
     ms_mode: str
@@ -67,8 +66,8 @@ def _interval(groups: list[list[OpRatio]], stat: Callable[..., np.ndarray]) -> I
     groups' medians): the statistic taken over each replicate, draw by draw
     (harness.results.measure.OpConfig.ratio_replicates:
     Student's t over the turn groups, or each cell's processes and blocks resampled), so that every configuration's
-    spread reaches the verdict. None where a
-    configuration kept no block times (results from before block times were kept)."""
+    spread reaches the verdict. None where a configuration kept no block times (results from before block times were
+    kept)."""
     reps = [[o.replicates for o in g] for g in groups]
     if any(r is None for g in reps for r in g):
         return None
@@ -83,8 +82,7 @@ def _interval_side(interval: Interval | None, point: float) -> str:
 
 def paired_ratios(index: dict[str, Repeats]) -> list[OpRatio]:
     """The configurations of harness.results.measure.operator_ratios measured in both frameworks; per (op, dtype,
-    direction)
-    the MindSpore mode is the first of OP_MS_MODES with any configuration measured in both."""
+    direction) the MindSpore mode is the first of OP_MS_MODES with any configuration measured in both."""
     configs = operator_ratios(index)
     mode: dict[tuple, str] = {}
     for key in {(c.op, c.dtype, c.direction) for c in configs}:

@@ -5,9 +5,8 @@ from __future__ import annotations
 from harness.results.measure import PT_MODE
 
 # A comparison whose ratio has an interval (harness.results.measure.ratio_interval, 2 repeats a side or more) that
-# reaches
-# across an edge of the tie band is INCONCLUSIVE: the repeats do not say which side it lies on. The word is both a
-# comparison's outcome and, where every measured comparison of a claim is one, the claim's verdict.
+# reaches across an edge of the tie band is INCONCLUSIVE: the repeats do not say which side it lies on. The word is both
+# a comparison's outcome and, where every measured comparison of a claim is one, the claim's verdict.
 INCONCLUSIVE = "inconclusive"
 VERDICTS = ("supported", "contradicted", "mixed", INCONCLUSIVE, "not measured")
 
@@ -22,13 +21,13 @@ TIE_RATIO = 1.05
 MARKED_FIRST_EPOCH = 0.8
 # Operators, per op, dtype and direction: "few" and "many" parameters are the lowest and highest third of the
 # op's distinct parameter counts measured (at least one count each; batch size does not change the count);
-# "small" BatchNorm (O2) is the lower half of its distinct counts.
-# O1 is tested per operator as a trend: the median MindSpore/PyTorch ratio at the most parameters over the
-# median at the fewest must exceed TIE_RATIO. It is not tested as a crossing (ratio < 1 at the low end and
-# > 1 at the high end) over all operators pooled: BatchNorm has by far the fewest parameters of the three, and
-# the paper's own O2 (MindSpore BatchNorm ahead even when small) would then contradict O1. Where 1 is crossed
-# is what O2 (BatchNorm) and O3 (Conv2d) test. Terciles rather than a rank correlation because the quick
-# profile has two sizes per operator; the Spearman correlation is reported alongside from 3 configurations.
+# "small" BatchNorm (O2) is the lower half of its distinct counts. O1 is tested per operator as a trend: the median
+# MindSpore/PyTorch ratio at the most parameters over the median at the fewest must exceed TIE_RATIO. It is not tested
+# as a crossing (ratio < 1 at the low end and > 1 at the high end) over all operators pooled: BatchNorm has by far the
+# fewest parameters of the three, and the paper's own O2 (MindSpore BatchNorm ahead even when small) would then
+# contradict O1. Where 1 is crossed is what O2 (BatchNorm) and O3 (Conv2d) test. Terciles rather than a rank correlation
+# because the quick profile has two sizes per operator; the Spearman correlation is reported alongside from 3
+# configurations.
 TERCILE = 3
 MIN_PARAM_LEVELS = 2   # fewer distinct parameter counts cannot show a trend or tell small from large
 

@@ -1,7 +1,6 @@
 """The shared cell type, at the bottom of the harness beside `cellid.py` and `spec.py`: `Cell`, one point of the
 matrix, with its settings (a `harness.config.spec` class for its kind). The matrix module makes cells; the runner, the
-child
-process, the scenarios and the contracts read them, so this module imports nothing of the harness's above it.
+child process, the scenarios and the contracts read them, so this module imports nothing of the harness's above it.
 """
 
 from __future__ import annotations

@@ -8,8 +8,7 @@ devices...) or calls these; nobody splits an id on '/' or rebuilds one by string
     inference/<net>/<framework>/<mode>/amp-<amp>/batch<b>    a companion study (companion_matrix.py)
     passes/<model>/<framework>/<mode>/threads<t>             a companion study; t a number or `all`
     describe/<model>/<framework>                             built by describe.py to count parameters, never run
-
-`parse` reads the first three kinds (the ones the claims compare); it refuses the others.
+ `parse` reads the first three kinds (the ones the claims compare); it refuses the others.
 """
 
 from __future__ import annotations

@@ -5,8 +5,7 @@ file's [inference.NAME] and [passes] tables for a profile's `inference` and `pas
   The table's `profile.P` sub-table may narrow the profile's frameworks, modes, amp and the batches.
 - passes: forward time and gradient (forward + backward) time per batch of a matrix model at a fixed batch, one cell
   per model x framework x mode x thread count, `passes/MODEL/FW/MODE/threadsT` (T: a number, or `all`).
-
-Both are pruned by the file's [[exclude]] rules, as the other kinds (the cell's net or model is the rule key
+ Both are pruned by the file's [[exclude]] rules, as the other kinds (the cell's net or model is the rule key
 `model`, AMP `amp`; passes cells run with AMP off).
 """
 

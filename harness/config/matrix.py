@@ -3,10 +3,9 @@
 The expansion is a cartesian product of the profile's axis values, pruned by the file's
 [[exclude]] rules. Each cell runs the profile's `repeats`; the cells a claim compares (C1-C4's model cells,
 harness.claims.models.compared_settings; C5's scaling cells, scaled_settings; O1-O3's operator cells) at least its
-`claim_repeats`, so that their ratios have intervals;
-`repeats=` (`harness run --repeats N`) sets every cell's. [[skip]] rules depend on the platform and are applied
-by harness.host.plan.Host, which the runner asks before every cell: it records the cell as `skipped` with the rule's
-reason instead of running it.
+`claim_repeats`, so that their ratios have intervals; `repeats=` (`harness run --repeats N`) sets every cell's. [[skip]]
+rules depend on the platform and are applied by harness.host.plan.Host, which the runner asks before every cell: it
+records the cell as `skipped` with the rule's reason instead of running it.
 """
 
 from __future__ import annotations
@@ -135,9 +134,8 @@ class Matrix:
 
     def max_repeats(self, profile_name: str, repeats: int | None = None, cap: int | None = None) -> int:
         """The cap of a compared cell's repeats (harness.launch.sequential): `cap` (run --max-repeats) where given,
-        else the
-        profile's `max_repeats` (default: its `claim_repeats`, no sequential repeats); never below the minimum that
-        `repeats` (run --repeats) or `claim_repeats` sets."""
+        else the profile's `max_repeats` (default: its `claim_repeats`, no sequential repeats); never below the minimum
+        that `repeats` (run --repeats) or `claim_repeats` sets."""
         prof = self.profile(profile_name)
         least = repeats if repeats is not None else int(prof.get("claim_repeats", prof.get("repeats", 1)))
         if cap is not None and cap < 1:
@@ -148,8 +146,7 @@ class Matrix:
     def operator_max_repeats(self, profile_name: str, cap: int, given: bool = False) -> int:
         """The cap of an operator configuration's repeats while its ratio's interval is wider than
         harness.launch.sequential.OPERATOR_PRECISION: the profile's `operator_max_repeats`, never below `cap` (the
-        claims'
-        cap, max_repeats). Operator processes cost seconds; the ratios they give vary between processes
+        claims' cap, max_repeats). Operator processes cost seconds; the ratios they give vary between processes
         (harness.launch.sequential). `given`: the run's --max-repeats set `cap`, and it caps the operators too."""
         return cap if given else max(cap, int(self.profile(profile_name).get("operator_max_repeats", cap)))
 

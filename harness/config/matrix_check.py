@@ -20,8 +20,8 @@ from harness.host.platforms import PLATFORMS
 
 def spec_keys(cls: type, *names: str) -> dict[str, type | tuple[type, ...]]:
     """The matrix-file keys of a harness.config.spec class's fields (`names`, or all), each with the TOML value types
-    its
-    declared type accepts: an integer also for a float, a table for a mapping, the set value's for an optional one."""
+    its declared type accepts: an integer also for a float, a table for a mapping, the set value's for an optional
+    one."""
     hints = typing.get_type_hints(cls)
     out: dict[str, type | tuple[type, ...]] = {}
     for f in fields(cls):
@@ -45,8 +45,7 @@ TOP_KEYS = {"schema", "defaults", "axes", "models", "operators", "inference", "p
 DEFAULT_KEYS = {"seed": int, "timeout_s": (int, float)}
 AXIS_KEYS = {"framework": str, "mode": str, "amp": str, "devices": int}
 # The tables that make cells: the fields of their harness.config.spec class, and the keys that are the file's own (a
-# model's
-# per-profile settings, an operator's sweeps).
+# model's per-profile settings, an operator's sweeps).
 MODEL_KEYS = {**spec_keys(ModelSpec), "profile": dict}
 MODEL_REQUIRED = tuple(f.name for f in fields(ModelSpec) if f.default is MISSING and f.default_factory is MISSING)
 MODEL_PROFILE_KEYS = spec_keys(ProfileSettings)

@@ -1,6 +1,5 @@
 """Cora citation graph with the Planetoid split (Yang et al. 2016), as used by GCN (Kipf & Welling 2017).
-
-Returns numpy arrays only, so both frameworks are fed the very same values:
+ Returns numpy arrays only, so both frameworks are fed the very same values:
     features    (2708, 1433) float32, row-normalised bag of words (Kipf's preprocess_features)
     labels      (2708,) int64
     adj_indices (nnz, 2) int64 and adj_values (nnz,) float32: D^-1/2 (A + I) D^-1/2, symmetric

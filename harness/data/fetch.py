@@ -1,7 +1,6 @@
 """sha256 verification, verified downloads, a data mirror, and the one-line errors of a data folder (stdlib only: it
 runs before any framework, and in a bare Python, so it imports nothing outside the standard library and harness.errors).
-
-Downloads: each file goes to a `.NAME.XXXXXXXX.part` file beside its destination, created with the mode open() gives
+ Downloads: each file goes to a `.NAME.XXXXXXXX.part` file beside its destination, created with the mode open() gives
 (0o666 less the umask: a file another user can read when the umask lets them, unlike mkstemp's 0600), is checked
 against its pinned sha256 and only then renamed into place; on any failure, a Ctrl-C included, the part file is
 removed, so a data folder holds verified files and nothing else.
@@ -9,8 +8,7 @@ removed, so a data folder holds verified files and nothing else.
 A mirror: HARNESS_DATA_MIRROR=URL (http://, https:// or file://) serves a copy of a data folder; each pinned file is
 fetched from `URL/<dataset folder>/<file name>` (the layout `python -m harness fetch --data-dir D` leaves in D, so
 `python3 -m http.server` run inside D is a mirror) instead of its upstream address, and checked against the same pin.
-
-A data folder this user cannot read or write (one a root run made, a read-only mount) is one line naming the folder
+ A data folder this user cannot read or write (one a root run made, a read-only mount) is one line naming the folder
 and the fix (data_folder_error), never a traceback.
 """
 

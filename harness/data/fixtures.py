@@ -1,6 +1,5 @@
 """Small files in the exact on-disk format of each real dataset, to run the real loaders without the real data.
-
-The tests and tools/check_datasets.py (run inside every image, under its own Python) use these writers. Each writes a
+ The tests and tools/check_datasets.py (run inside every image, under its own Python) use these writers. Each writes a
 dataset's folder as harness/data/<name>.py reads it, and returns a Fixture: the folder, `pins` (the sha256 of each
 file the module pins; the one thing a check replaces, with `pinned()`) and `expected` (what load() must return).
 

@@ -1,6 +1,5 @@
 """aclImdb v1 (Maas et al., ACL 2011): the labelled IMDB movie reviews, 25,000 train / 25,000 test, balanced.
-
-Two layouts of the folder are accepted, both verified before load():
+ Two layouts of the folder are accepted, both verified before load():
 - the official `aclImdb_v1.tar.gz` (FILES; its sha256 as published beside the official file's Git LFS copy);
 - the labelled splits repacked as two tarballs, `aclImdb_train_v1.tar.gz` and `aclImdb_test_v1.tar.gz` (SPLIT_FILES),
   each with a `*.members.sha256` list of its members' sha256 (sha256sum format), which load() also checks.

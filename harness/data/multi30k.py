@@ -1,6 +1,5 @@
 """Multi30K task 1 (Elliott et al. 2016, 2017): English-French image descriptions, raw (untokenised).
-
-load(folder) returns the raw sentences only, so both frameworks see the very same text; the
+ load(folder) returns the raw sentences only, so both frameworks see the very same text; the
 tokenisation, vocabularies and batching (framework-neutral numpy) live in harness/models/gru:
     {"train": {"en": [29000 str], "fr": [...]}, "val": {... 1014}, "test": {... 1000}}
 "test" is the 2016 Flickr test set (test_2016_flickr).

@@ -11,8 +11,7 @@ operator: the peak of parameters, gradients, optimizer state and activations, at
 CPU, the same two bytes as a device's fp16). Every other cell of the model takes that figure, labelled: PyTorch's
 compile cells their eager twin's, MindSpore's cells their PyTorch twin's (fp32 for AMP off, autocast's for O2 and
 O3), and a data-parallel cell adds one copy of the gradients (DistributedDataParallel's buckets, per device).
-
-What a device has: its memory as sold (DEVICES: harness.devices.catalog's sizes, the vendors' figures), or the
+ What a device has: its memory as sold (DEVICES: harness.devices.catalog's sizes, the vendors' figures), or the
 host's own device as NVML, nvidia-smi or npu-smi report it (harness.devices.query.host_memory), read once when a run
 starts. harness.host.plan.Host asks `plan` for every cell, so the runner knows before a cell starts how it runs there,
 and `harness list` / `harness estimate` say the same:

@@ -1,6 +1,6 @@
 """The docs' rendered blocks about accelerators (harness.docs.blocks declares them): the accelerator profile's
-estimated time
-on the hosts it is sized for, from the step times of the committed accelerator runs (harness.estimate.booking.project),
+estimated time on the hosts it is sized for, from the step times of the committed accelerator runs
+(harness.estimate.booking.project),
 and
 what those runs measured on their GPU. Made from committed run folders and harness/config/matrix.toml only.
 

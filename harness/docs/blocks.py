@@ -1,6 +1,5 @@
 """Numbers that come from runs are rendered into the docs, never typed: `python -m harness docs [--check | --write]`.
-
-A doc file holds marked blocks, each marker on its own line:
+ A doc file holds marked blocks, each marker on its own line:
 
     <!-- rendered:NAME -->
     ... (written by `python -m harness docs --write`; edits by hand are overwritten, and --check reports them)

@@ -1,8 +1,7 @@
 """The docs' rendered blocks of facts that several pages state, so that each is stated from one source
-(harness.docs.blocks
-declares where each goes): what ran where (the committed run folders and the GPU measurements beside them in
-docs/at-best), the profiles and their defaults (harness/config/matrix.toml, and reproduce.sh for each platform's default
-profile), and the `done:` line a reviewer's run may end with.
+(harness.docs.blocks declares where each goes): what ran where (the committed run folders and the GPU measurements
+beside them in docs/at-best), the profiles and their defaults (harness/config/matrix.toml, and reproduce.sh for each
+platform's default profile), and the `done:` line a reviewer's run may end with.
 
     where_ran(runs), where_ran_line(runs), profiles(runs), done_range(runs): (runs) -> Markdown
     at_best_gpu(runs) -> the GPU measurements of docs/at-best: [(device, date, kind, file, data)]
@@ -154,8 +153,7 @@ def _sized_for(description: str) -> str:
 
 def profiles(runs: Sequence[Run]) -> str:
     """Every profile of harness/config/matrix.toml: which platform runs it by default (reproduce.sh), what it is for,
-    its
-    repeats, and its cells and planned runs on a host of 1 and of 8 devices."""
+    its repeats, and its cells and planned runs on a host of 1 and of 8 devices."""
     m = matrix.load()
     defaults = platform_defaults(_docs_dir(runs).parent)
     rows = ["| profile | default of | for | repeats: a cell / a cell a claim compares / the cap "

@@ -1,7 +1,6 @@
 """The docs' rendered block of what a GPU run can say about each claim (harness.docs.blocks declares it), from the
-committed
-GPU measurements only: the cuda run folders (PyTorch's first epochs), docs/at-best/reference_gap-h*.json (PyTorch's
-throughput at the accelerator profile's sizes, fp32 and AMP, judged by the claims' own rules) and
+committed GPU measurements only: the cuda run folders (PyTorch's first epochs), docs/at-best/reference_gap-h*.json
+(PyTorch's throughput at the accelerator profile's sizes, fp32 and AMP, judged by the claims' own rules) and
 docs/at-best/why_device-h*.json (how busy the device was in a step).
 
     expected_gpu(runs) -> Markdown

@@ -302,8 +302,7 @@ def why_sentences(runs: Sequence[Run]) -> str:
 
 def why(runs: Sequence[Run]) -> str:
     """The report's "Why" sentences for the run (harness.report.explain), the largest categories of each profiled
-    setting,
-    and what the profiler cost each: its profiled epochs' mean against the measured ones'."""
+    setting, and what the profiler cost each: its profiled epochs' mean against the measured ones'."""
     (r,) = runs
     found = _explanations(r)
     out = [why_sentences(runs), "",

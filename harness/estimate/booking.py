@@ -3,8 +3,7 @@ harness.docs.accelerator), from the committed runs' step times (harness.estimate
 
 - a range: from the planned repeats with every MindSpore cell priced from a PyTorch cell at its model's smallest CPU
   ratio to PyTorch (harness.estimate.frameworkratio), up to every comparison's repeats at the profile's max_repeats
-  with every
-  such cell at the largest;
+  with every such cell at the largest;
 - the cells a device cannot hold left out, as the run leaves them out (harness.devices.memory);
 - the device factor and what it rests on (harness.estimate.devicescale): the two devices' own measurements, or a stated
 rule;

@@ -8,8 +8,7 @@ PyTorch eager's in the same run at the same precision and devices (MindSpore's O
 planned MindSpore cell takes the median of the ratios of its own model, mode and AMP level, else of its model and
 mode, else of its model; the range takes every cell of a model at the smallest and at the largest of its model's
 ratios. Only the training steps are scaled; its start, compilation and evaluation stay at PyTorch's times.
-
-A weak proxy: on a CPU a step is the framework's host code and its CPU kernels, on a GPU or an NPU its device kernels,
+ A weak proxy: on a CPU a step is the framework's host code and its CPU kernels, on a GPU or an NPU its device kernels,
 how it launches them and how much of the step the host holds; the ratios say which way and how far apart the
 frameworks were on the CPU, not what they will be on a device.
 """

@@ -41,8 +41,7 @@ def references(platform: str, profile: str, runs: Path = RUNS) -> tuple[list[Pat
     whether that one is of this very platform and profile. On a CPU: that run alone (a CPU run's times are of its own
     host and sizes). On an accelerator: that run where it exists, then every other committed run of the platform
     (their step times serve the cells it lacks, harness.estimate.stepmodel); without any, every committed accelerator
-    run (an
-    Ascend host's estimate from a GPU's runs, scaled to its device: harness.estimate.devicescale)."""
+    run (an Ascend host's estimate from a GPU's runs, scaled to its device: harness.estimate.devicescale)."""
     exact = reference(platform, profile, runs)
     if platform == "cpu" or not runs.is_dir():
         return ([exact] if exact else []), exact is not None
@@ -141,9 +140,8 @@ def _timed_elsewhere(others: dict[Path, dict[str, stepmodel.Donor]],
                      pool: dict[str, stepmodel.Donor]) -> dict[str, stepmodel.Donor]:
     """For the kinds of cell the reference runs lack that are timed by blocks (operators, inference, passes: their time
     is the process's start and a fixed timing budget, harness.scenarios.operator.ops.SWEEP_TIMING, more than the
-    device's speed),
-    the same kind's cells of the other committed runs, under ids of their own (never "measured" for a planned cell)
-    and unscaled."""
+    device's speed), the same kind's cells of the other committed runs, under ids of their own (never "measured" for a
+    planned cell) and unscaled."""
     have = {d.kind for d in pool.values()}
     out: dict[str, stepmodel.Donor] = {}
     for other, donors in others.items():

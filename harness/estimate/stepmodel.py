@@ -14,12 +14,11 @@ donor's parts at the planned cell's samples per epoch, epochs and devices:
 `first`: the first epoch's time beyond its samples at the later pace (autotuning, compilation). `epochs`: what the
 donor ran where it stopped at its target with the same settings and data, else the planned epochs (an upper bound).
 `f`: the device factor (harness.estimate.devicescale): 1 on the donor's own device kind; the two devices' measured
-ratio for
-the model and precision where both have committed measurements, and then `step` = f (the whole step was measured);
-else the slower of their dense-peak and memory-bandwidth ratios, and `step` = max(1, busy * f). `busy`: the share of
-the donor's step its device was busy (its profiled pass's device timeline), 1 where unmeasured: a host-bound step (on
-an H200, PyTorch's ResNet50 at batch 128) is scaled only in its device part; without that share an estimate for a
-slower device is long. `r`: 1, but for a MindSpore cell priced from a PyTorch donor (no committed accelerator run
+ratio for the model and precision where both have committed measurements, and then `step` = f (the whole step was
+measured); else the slower of their dense-peak and memory-bandwidth ratios, and `step` = max(1, busy * f). `busy`: the
+share of the donor's step its device was busy (its profiled pass's device timeline), 1 where unmeasured: a host-bound
+step (on an H200, PyTorch's ResNet50 at batch 128) is scaled only in its device part; without that share an estimate for
+a slower device is long. `r`: 1, but for a MindSpore cell priced from a PyTorch donor (no committed accelerator run
 measured MindSpore): MindSpore's training step over PyTorch's as the committed CPU runs measured it
 (harness.estimate.frameworkratio), a weak proxy for a device's.
 """

@@ -2,8 +2,7 @@
 function of `harness.contracts.Backend` (process_env, launch_argv, rank_from_env, setup, synchronize, versions,
 peak_memory_mb, reserved_memory_mb, parameter_count, layer_count); tests/test_contracts.py checks them. Only those live
 here (and PyTorch's device(), which its setup uses): what model files build with is in harness/models/_<name>.py.
-
-Adding a framework means adding one such module, one file per model, and its operators/, passes/ and inference/
+ Adding a framework means adding one such module, one file per model, and its operators/, passes/ and inference/
 files (contracts.OperatorModule, PassesModule, InferenceModule).
 """
 

@@ -97,12 +97,11 @@ def setup(ctx) -> dict[str, Any]:
         # MindSpore's own thread-to-core binding, which its performance guide recommends. Without it, on the 2-core
         # CI machine, its runtime threads share a core for seconds at a time and the same Conv2d step takes 12 ms
         # or 50 ms by turns; bound, 12-13 ms every time. (Several ranks on one host would need disjoint core lists:
-        # left to msrun's defaults.)
-        # On CPU, the cores this process may run on: left to itself, MindSpore reads the container's cpuset and binds
-        # its main thread to every core there, undoing a narrower affinity such as an operator cell's one core
-        # (harness.scenarios.operator.ops.CPU_CORES; seen on the 2-core machine: confined to {0}, the main thread ran
-        # on {0, 1}
-        # after the first GRAPH call). Elsewhere its own strategy, which places threads near the device.
+        # left to msrun's defaults.) On CPU, the cores this process may run on: left to itself, MindSpore reads the
+        # container's cpuset and binds its main thread to every core there, undoing a narrower affinity such as an
+        # operator cell's one core (harness.scenarios.operator.ops.CPU_CORES; seen on the 2-core machine: confined to
+        # {0}, the main thread ran on {0, 1} after the first GRAPH call). Elsewhere its own strategy, which places
+        # threads near the device.
         cores = _core_ranges(os.sched_getaffinity(0)) if ctx.platform == "cpu" else None
         try:
             ms.runtime.set_cpu_affinity(True, cores)

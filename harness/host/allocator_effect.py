@@ -7,8 +7,7 @@ docs/runs/allocator/ (`harness run --profile quick --only` the operator cells an
 
 The summary is a committed JSON file so that the check's allocator row and the report's banner can quote it through
 harness.host.configdiff, which reads it with the standard library only (the check runs before any .venv); the page's
-table
-(docs/methodology/allocator.md) is rendered from the same runs by `python -m harness docs --write`.
+table (docs/methodology/allocator.md) is rendered from the same runs by `python -m harness docs --write`.
 """
 
 from __future__ import annotations

@@ -1,7 +1,6 @@
 """How a run's configuration differs from the expected results' (the committed run of its platform and profile under
 docs/runs/), and what each difference is known to move, with the measured size where a committed measurement has one.
-
-The expected results hold for one configuration: the memory allocator each framework's cells got
+ The expected results hold for one configuration: the memory allocator each framework's cells got
 (harness/host/allocator.py
 falls back silently where a library is absent), the framework versions, the usable cores, real or synthetic data, the
 profile. The report's banner (harness/report/build.py), `harness report A B`'s labels and the check's allocator row

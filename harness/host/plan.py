@@ -1,8 +1,7 @@
 """What a host can run: the one object asked, for every cell, what it does with it here (run it, run it with its batch
 in micro-batches, or skip it), and why. The answer is decided once per cell (Host.decide, a CellDecision) and every
 reader reads that one answer: the runner, the child it starts (through its spec), `harness list` and the estimate.
-
-A cell is recorded as `skipped`, with the reason, instead of running when (first match wins, in this order):
+ A cell is recorded as `skipped`, with the reason, instead of running when (first match wins, in this order):
 - a [[skip]] rule of the matrix names it on this platform in the run's profile (harness/config/matrix.toml); the rule
 sees a
   multi-node cell's devices of one node: a host's limits are per host;
@@ -16,8 +15,7 @@ sees a
   its model does not do.
 A cell that runs takes its batch in the memory plan's micro-batches (1: all at once); where it takes more than one,
 the decision says why (the override, or the device's memory), and the child records that reason as it was given.
-
-The runner asks before every cell, `harness list --platform` for every line it prints, and `--resume` keeps a skipped
+ The runner asks before every cell, `harness list --platform` for every line it prints, and `--resume` keeps a skipped
 result only while its reason is the one decided now: one decision is what keeps the three in agreement.
 """
 

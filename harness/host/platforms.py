@@ -53,8 +53,7 @@ def missing_framework(framework: str, platform: str) -> str | None:
 
     Only absence counts: a module that is installed but fails to import still runs, and fails, in its cell.
     A cell's verdict is harness.host.plan.Host's, which asks this of every framework; reproduce.sh --native asks it of
-    the
-    Python it is about to start, before any harness command runs there.
+    the Python it is about to start, before any harness command runs there.
     """
     modules = FRAMEWORK_MODULES.get(framework, ()) + PLATFORM_MODULES.get((platform, framework), ())
     absent = [m for m in modules if importlib.util.find_spec(m) is None]

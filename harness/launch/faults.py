@@ -8,8 +8,7 @@ file and the fix:
 - the report folder cannot be written.
 
 Nothing measured is lost: results are written atomically (harness.results.store.write_atomic), a result that could not
-be
-written leaves no file, so its cell is not recorded as done, and `--resume` runs it again once the fault is fixed.
+be written leaves no file, so its cell is not recorded as done, and `--resume` runs it again once the fault is fixed.
 """
 
 from __future__ import annotations

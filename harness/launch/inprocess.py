@@ -3,8 +3,7 @@ workload outside the runner: the benchmarks, `harness models` (describe.py) and 
 
     set_up(cell, data_folder)   cell -> CellContext (CPU, repeat 0, one rank) -> the back-end's setup() -> the data
                                 (synthetic, or loaded from data_folder) -> the model file's workload
-
-`until` stops earlier: "backend" for a cell without a dataset (inference) or a caller that runs the training scenario
+ `until` stops earlier: "backend" for a cell without a dataset (inference) or a caller that runs the training scenario
 itself (which loads and builds), "data" for a caller that builds its own workloads or a reference loop on the data.
 The child (harness/launch/child.py) takes the same steps with the launcher's ranks and the event log between them; its
 scenario loads and builds through the same functions (harness.data.for_context, the model file's build).

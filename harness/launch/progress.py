@@ -18,9 +18,8 @@ EPOCH_LINE_EVERY_S = 10.0    # at most one epoch line per this many seconds: lon
 class RunProgress:
     """Cells done / total, elapsed, and what is left. With `planned` (each planned run's estimated seconds, in run
     order: harness.estimate.runtime.before_run) what is left is the estimate of the runs to come, corrected by how the
-    runs
-    so far compared with their own estimates (a host twice as slow as the reference doubles it); without it, the mean
-    time of the runs measured so far times the runs left."""
+    runs so far compared with their own estimates (a host twice as slow as the reference doubles it); without it, the
+    mean time of the runs measured so far times the runs left."""
 
     def __init__(self, total: int, clock: Callable[[], float] = time.monotonic, planned: list[float] | None = None):
         self.total, self.clock, self.t0 = total, clock, clock()

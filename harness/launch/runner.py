@@ -410,9 +410,8 @@ class NodeStop(Exception):
 
 class Verdicts:
     """What the run knows of its verdicts as it goes (harness.launch.sequential): after a cell's last repeat of the
-    first
-    pass it evaluates the claims on the run folder's results and prints the verdicts line where it changed; after the
-    first pass it names the comparisons that ask for more repeats."""
+    first pass it evaluates the claims on the run folder's results and prints the verdicts line where it changed; after
+    the first pass it names the comparisons that ask for more repeats."""
 
     def __init__(self, store: RunStore, cells: list[Cell], profile: str, platform: str, cap: int,
                  todo: list[tuple[Cell, int]], log, op_cap: int | None = None, op_budget_s: float | None = None):
@@ -656,8 +655,7 @@ def _collect_ranks(store: RunStore, cell: Cell, repeat: int, result: dict, rc: i
     """Merge a launched cell: every rank's throughput, rank 0's metrics, and the scaling keys. A cell over several
     nodes finds every rank's files here too: the ranks share them over the cell's own collective at the end
     (harness.launch.child.share_ranks), so node 0 merges them all. A worker node (node rank > 0) records `served`, with
-    its
-    own ranks' figures: node 0's run folder holds the cell's result."""
+    its own ranks' figures: node 0's run folder holds the cell's result."""
     cell_dir = store.cell_dir(cell.id)
     per_node = cell.devices_per_node
     mine = range(node.rank * per_node, (node.rank + 1) * per_node) if cell.nodes > 1 else range(cell.devices)

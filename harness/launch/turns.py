@@ -2,8 +2,7 @@
 the runner sets up any cell, alive at once and timing one block each in turn, so that the host's slow phases fall on
 both sides of every ratio alike (docs/methodology/operators.md). Each round's blocks are taken within a fraction of a
 second of each other; a configuration's ratio is then taken group by group (harness.results.measure.OpConfig).
-
-The protocol, over named pipes in the run folder (one per cell, and `ready`):
+ The protocol, over named pipes in the run folder (one per cell, and `ready`):
 - a child, once its operator is built, warmed up and its block sized, writes READY to `ready` and waits on its pipe;
 - the runner (Coordinator), once every child is ready, writes TURN to the first child's pipe;
 - a child given its first TURN sizes its block (warm-up, then iterations until a block takes its minimum time),

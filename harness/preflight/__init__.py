@@ -1,9 +1,7 @@
 """The preflight: `./reproduce.sh cpu|cuda|ascend --check` (`python3 -m harness.preflight PLATFORM`).
-
-In seconds to a minute it tells whether this host can run the artifact, as one table (check, what was found,
+ In seconds to a minute it tells whether this host can run the artifact, as one table (check, what was found,
 what is needed, verdict), then one line per failure saying what to do; exit 0 only when every row passes.
-
-The parts, each one job behind a plain contract:
+ The parts, each one job behind a plain contract:
 
     host.py       probes: runs the commands and reads the files (this host's, and what the expected run
                   recorded), returns their raw text and the facts (a `Host`): every fact a check reads, gathered

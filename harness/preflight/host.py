@@ -1,6 +1,5 @@
 """Probes: what this host says, as raw text, gathered once into a `Host` the checks read (they never run anything).
-
-`collect()` runs the commands (each with a timeout; a program that is not installed is `Output(None)`) and reads
+ `collect()` runs the commands (each with a timeout; a program that is not installed is `Output(None)`) and reads
 the files; `Host.from_folder()` loads the same from recorded outputs, which is how the tests give the checks a
 V100 or an Ascend 910 host. A recorded host is a folder with `host.json` (platform, facts, exit codes) and one
 `<probe>.txt` per command output (plus `driver-version.info` / `firmware-version.info` for Ascend);
@@ -12,8 +11,7 @@ host's CPU, memory allocators and tuning, its memory and data folder, and what t
 the results are compared with, `harness.paths.expected_run`) recorded. Every fact a check reads is gathered here
 and saved with a recorded host (`Host.to_folder`), so a check of a recorded host reads nothing of the live one; a
 recording made before a fact was gathered lacks it, and its check says "not recorded" or leaves its row out.
-
-Environment read here, as reproduce.sh reads it: HARNESS_DEV_DIR (a fake /dev for tests), CONTAINER_ENGINE,
+ Environment read here, as reproduce.sh reads it: HARNESS_DEV_DIR (a fake /dev for tests), CONTAINER_ENGINE,
 NPU_SMI, ASCEND_CHIP, PYTHON, DOCKER_BUILDKIT, HARNESS_ALLOCATOR, CONDA_PREFIX, HARNESS_DATA_DIR, PATH.
 """
 

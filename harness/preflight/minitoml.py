@@ -1,6 +1,5 @@
 """A reader for the small part of TOML the preflight's data files use, for Pythons before 3.11 (no tomllib).
-
-The preflight runs before any virtual environment exists, under whatever `python3` the host has (Ubuntu 20.04:
+ The preflight runs before any virtual environment exists, under whatever `python3` the host has (Ubuntu 20.04:
 3.8). It reads harness/preflight/*.toml with tomllib where there is one, and with this otherwise. Supported:
 `[table.sub]` headers (bare or "quoted" keys), `key = value` lines, basic and literal strings, integers, floats,
 booleans, and arrays of those (over several lines, trailing comma, comments). Anything else is an error naming

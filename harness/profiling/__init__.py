@@ -127,8 +127,7 @@ def runs_pass(cell, repeat: int, world_size: int = 1) -> bool:
     first repeat, at fp32 (the precision C1 and C4 compare), in a mode whose ops its framework's profiler names (the
     back-end's PROFILED_MODES: not torch.compile's generated kernels). The child asks it, and the estimate of a run
     (harness.estimate.stepmodel) counts the pass where it is; the estimate leaves HARNESS_PROFILE alone, so that the
-    docs it
-    renders read nothing of the host."""
+    docs it renders read nothing of the host."""
     from harness.frameworks import backend
 
     return (cell.kind == "model" and world_size == 1 and repeat == 0 and cell.amp == "off"
@@ -158,12 +157,12 @@ def profiled_epoch(ctx, backend, workload, measured_epoch_s: float | None) -> di
     time to target. On a CPU, one epoch or as many as reach PROFILED_MIN_S of wall time (at most PROFILED_MAX_EPOCHS),
     so that a short step's ops are read over several steps; their wall time is read inside the profiled block. A
     PyTorch cell's first step there runs under the FLOP counter instead of the profiler (the back-end's profile_ops),
-    and its time is left out of the profiled steps'.
-    On an accelerator, epochs until a window of DEVICE_STEPS steps is recorded (the backend marks the steps and times
-    the window between two synchronisations, harness.profiling.device), with the device's busy time beside the ops.
-    `profiler_cost`: the profiled step's wall time over the measured step's, less 1; `pass_s`: the seconds the whole
-    pass took (the profiler's start, the steps, its stop and the parsing). `flops_per_sample` (PyTorch): the model's
-    FLOPs per training sample, one step's forward and backward under torch.utils.flop_counter over its samples."""
+    and its time is left out of the profiled steps'. On an accelerator, epochs until a window of DEVICE_STEPS steps is
+    recorded (the backend marks the steps and times the window between two synchronisations, harness.profiling.device),
+    with the device's busy time beside the ops. `profiler_cost`: the profiled step's wall time over the measured step's,
+    less 1; `pass_s`: the seconds the whole pass took (the profiler's start, the steps, its stop and the parsing).
+    `flops_per_sample` (PyTorch): the model's FLOPs per training sample, one step's forward and backward under
+    torch.utils.flop_counter over its samples."""
     from harness.profiling import device as dev
 
     walls: list[float] = []

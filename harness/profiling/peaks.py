@@ -1,7 +1,6 @@
 """Dense peak FLOP/s per accelerator and precision, for the share of the device's limit a cell reaches (the model
 cells' `share of peak` in Table I and the operator cells' `percent_of_peak`), and the device a cell ran on.
-
-The figures, their sources and how a device's name is matched to them are harness.devices.catalog's (one table for
+ The figures, their sources and how a device's name is matched to them are harness.devices.catalog's (one table for
 the memory rule, the peaks and the estimate); the device's tools are read in harness.devices.query. This module keeps
 the names the profiling, the report and the operator cells read:
 

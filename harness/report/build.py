@@ -450,8 +450,7 @@ def version_note(hosts: list[dict[str, Any]]) -> str | None:
 
 def operator_ratios(index: dict[str, dict[str, measure.Repeats]]) -> list[dict[str, Any]]:
     """Per host and operator configuration (harness.results.measure.operator_ratios): MindSpore throughput / PyTorch
-    eager
-    throughput per MindSpore mode (Figure 5's points and the operator table; above 1: MindSpore faster), with its
+    eager throughput per MindSpore mode (Figure 5's points and the operator table; above 1: MindSpore faster), with its
     interval (OpConfig.ratio_interval: Student's t over the turn groups; Figure 5's whiskers) and how many groups it
     is taken over and left out (taken in a contended stretch: harness.results.hostnoise)."""
     out = []

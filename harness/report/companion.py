@@ -1,6 +1,5 @@
 """The report's companion-studies section: each study's published table beside what this run measured.
-
-Published figures are those of ../shared/COMPANION_STUDIES.md's summaries (S1 Tables 2-4, S2's PyTorch rows); S4's
+ Published figures are those of ../shared/COMPANION_STUDIES.md's summaries (S1 Tables 2-4, S2's PyTorch rows); S4's
 summary gives its method but no figures, so its table shows this run only. Each table names its study, the hardware
 the study used, and whether that hardware is this host's.
 """

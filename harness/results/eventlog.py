@@ -1,15 +1,12 @@
 """A cell's event log, in MLPerf's own format, written with MLPerf's own library (`mlperf_logging.mllog`).
-
-Every line is `:::MLLOG {"namespace", "time_ms", "event_type", "key", "value", "metadata"}`, the lines MLPerf's
+ Every line is `:::MLLOG {"namespace", "time_ms", "event_type", "key", "value", "metadata"}`, the lines MLPerf's
 parser and compliance checker read (`python -m harness check-logs DIR` runs the checker on a run folder). mllog's
 `time_ms` is wall-clock time; the harness times everything from `metadata.elapsed_s`, seconds on the monotonic clock
 since the log was opened (the run's clock). mllog adds `metadata.file` and `metadata.lineno`: the call that logged.
-
-Each log is its own `logging.Logger`, not registered with the logging module (so nothing propagates to a root
+ Each log is its own `logging.Logger`, not registered with the logging module (so nothing propagates to a root
 logger or a framework's handlers and nothing reaches the console), writing to its file only, one line per event,
 flushed as it is written: a cell that crashes or is killed still leaves every event it reached on disk.
-
-Keys: MLPerf's (`mllog.constants`) where one exists; the harness's own are declared below (OWN_KEYS). `log` refuses
+ Keys: MLPerf's (`mllog.constants`) where one exists; the harness's own are declared below (OWN_KEYS). `log` refuses
 any other key, so a typo cannot make a log that no reader and no checker rule understands.
 
 Run folders of schema 1 (before MLPerf's format) hold `r<k>.events.jsonl`: one bare JSON object per line, with

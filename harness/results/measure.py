@@ -10,8 +10,8 @@ derived here, for the claims, the report, its companion section and its figures 
                         3 and 4)
     quotient_interval(num, den) the same bootstrap for a product of medians over another (C5's ratio of two
                         scaling efficiencies; with den empty, one median's interval: C2's first-epoch fraction)
-    summarise(results)  -> {cell id: Repeats}
-    block_replicates(cell) bootstrap replicates of a block-timed cell's throughput, its processes and, within each,
+    summarise(results) -> {cell id: Repeats} block_replicates(cell) bootstrap replicates of a block-timed cell's
+    throughput, its processes and, within each,
                         its blocks resampled; replicate_interval(replicates) -> (lo, hi)
     operator_ratios(index) -> [OpConfig]: per operator configuration the throughput of each framework/mode and
                         MindSpore/PyTorch per MindSpore mode with its interval and replicates (Figure 5, the
@@ -279,9 +279,8 @@ def paired_replicates(pairs: list[np.ndarray], seed_id: str, floor: float = 0.0)
     (docs/methodology/operators.md, item 13); t's wide tails at few groups are what the precision rule then narrows
     with more groups. `floor`: the least spread between groups assumed (the run's: the median over its
     configurations of their spreads, harness.results.hostnoise.HostNoise.spread), so that three groups that agree by
-    chance
-    do not give an interval narrower than the host's noise allows. One group: its rounds resampled (no spread between
-    processes in it)."""
+    chance do not give an interval narrower than the host's noise allows. One group: its rounds resampled (no spread
+    between processes in it)."""
     from scipy import stats  # here: the cells' own processes import this module, and need no scipy
 
     logs = group_log_ratios(pairs)
@@ -339,8 +338,7 @@ class OpConfig:
     def ratio(self, ms_mode: str) -> float | None:
         """MindSpore (ms_mode) throughput / PyTorch eager's; above 1: MindSpore faster. None unless both measured.
         Where the two cells were timed by turns (harness.launch.turns), the geometric mean over their groups of each
-        group's
-        ratio (paired_ratio); else the ratio of the two cells' throughputs."""
+        group's ratio (paired_ratio); else the ratio of the two cells' throughputs."""
         pairs = self.turn_pairs(ms_mode)
         if pairs:
             return paired_ratio(pairs)
@@ -349,8 +347,7 @@ class OpConfig:
 
     def turn_groups(self, ms_mode: str) -> list[hostnoise.Group]:
         """Every turn group both cells took part in (harness.results.hostnoise.Group): MindSpore's and PyTorch's block
-        times
-        round by round (the two blocks of a round taken one after the other), its log ratio and its probe."""
+        times round by round (the two blocks of a round taken one after the other), its log ratio and its probe."""
         ms, pt = self.cells.get(f"mindspore/{ms_mode}"), self.cells.get(f"pytorch/{PT_MODE}")
         if not ms or not pt:
             return []

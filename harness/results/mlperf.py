@@ -3,8 +3,7 @@
 (harness/models/<model>/logcheck.yaml), with this artifact's values. What is particular to a model (its optimiser,
 its schedule: the model package's MLPERF_KEYS) or a dataset (its validation split: the dataset module's
 val_split_size and EVAL_LIMITED) is declared in its own folder or file (harness.contracts), never named here.
-
-Two calls, both on the cell's EventLog: `log_setup` in the child before init_stop (what is known before any data is
+ Two calls, both on the cell's EventLog: `log_setup` in the child before init_stop (what is known before any data is
 touched: submission keys, seed, parallelism, the config file), `log_workload` in the training scenario once the
 workload is built (samples, batch sizes, precision, optimiser). Operator, inference and passes cells are not MLPerf
 training runs and log neither.

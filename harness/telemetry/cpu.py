@@ -1,7 +1,6 @@
 """The host side of every cell: the process's resident memory and CPU time (psutil), and CPU package
 energy from RAPL (`/sys/class/powercap/intel-rapl:N/energy_uj`) where the kernel lets this user read it.
-
-RAPL: the top-level `package-N` zones are summed (cores + uncore of every socket; DRAM and the `psys`
+ RAPL: the top-level `package-N` zones are summed (cores + uncore of every socket; DRAM and the `psys`
 platform zone are left out, psys because it contains the packages). It is the whole host's CPU energy,
 every process's, not this cell's alone. Each zone's counter wraps at its `max_energy_range_uj`; a
 sample every 100 ms sees at most one wrap (it takes minutes at full power), which is added back. Since

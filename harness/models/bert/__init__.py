@@ -1,12 +1,10 @@
 """BERT masked-language-model pre-training (Devlin et al. 2019) on the aclImdb reviews, framework-neutral.
-
-Model (BERT's, post-LayerNorm): word + position + token-type embeddings -> LayerNorm -> dropout -> `layers` encoder
+ Model (BERT's, post-LayerNorm): word + position + token-type embeddings -> LayerNorm -> dropout -> `layers` encoder
 layers (self-attention with `heads` heads over the real tokens, dense, dropout, residual, LayerNorm; dense to
 `intermediate`, GELU, dense, dropout, residual, LayerNorm) -> the MLM head at the masked positions only (dense, GELU,
 LayerNorm, then the word embeddings transposed plus a bias: the decoder is tied to the embeddings). Masked-LM only:
 no next-sentence prediction (each review is one segment, token type 0), as RoBERTa showed NSP unnecessary.
-
-Every default that differs between the frameworks is set here, once, for both: LayerNorm eps 1e-12 (BERT's; torch's
+ Every default that differs between the frameworks is set here, once, for both: LayerNorm eps 1e-12 (BERT's; torch's
 default is 1e-5, MindSpore's 1e-7), GELU in its exact erf form, padding keys masked by adding -10000 to their
 attention scores (BERT's), AdamW (torch.optim.AdamW / mindspore.experimental.optim.AdamW, both bias-corrected) with
 eps 1e-6, betas (0.9, 0.999) and weight decay 0.01 on every weight but the biases and LayerNorm parameters, a linear
@@ -20,9 +18,9 @@ identical batches: per sequence, round(15%) of its real tokens (at least one, at
 num_to_predict) are chosen; of those 80% become [MASK], 10% a random token, 10% stay. The batch carries the chosen
 positions (flattened over the batch), their original ids and a weight (0 for the unused slots, which point at their
 own sequence's first position, its [CLS]), as BERT's own masked_lm_positions / ids / weights: the head and the loss (the
-weighted mean cross-entropy) see fixed shapes.
-Training masks are drawn afresh each epoch (dynamic masking); the evaluation masks are fixed. The metric is the
-masked-token accuracy on the test split's first `eval_samples` reviews ('val' evaluates it too: aclImdb has none).
+weighted mean cross-entropy) see fixed shapes. Training masks are drawn afresh each epoch (dynamic masking); the
+evaluation masks are fixed. The metric is the masked-token accuracy on the test split's first `eval_samples` reviews
+('val' evaluates it too: aclImdb has none).
 
 Tokeniser: on the real reviews, a WordPiece vocabulary of `vocab` tokens trained on the train split with Hugging
 Face `tokenizers` (harness/models/bert/vocab.py). The synthetic stand-in (harness.data.imdb.synthetic, --synthetic

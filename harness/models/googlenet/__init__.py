@@ -1,6 +1,5 @@
 """GoogLeNet (Szegedy et al. 2015, Inception v1 widths) for CIFAR-10 (S1's CV workload: batch 128), framework-neutral.
-
-Architecture for 32x32 inputs, every convolution without bias and followed by BatchNorm (eps 1e-3) and ReLU
+ Architecture for 32x32 inputs, every convolution without bias and followed by BatchNorm (eps 1e-3) and ReLU
 ("ConvBN"): conv1 3x3/64, max-pool 3x3/2 (padding 1) -> 16x16, conv2 1x1/64, conv3 3x3/192, max-pool -> 8x8,
 Inception 3a, 3b, max-pool -> 4x4, 4a-4e, max-pool 2x2/2 -> 2x2, 5a, 5b, global average pool, dropout, dense
 1024 -> 10. An Inception block concatenates four branches: 1x1; 1x1 -> 3x3; 1x1 -> 3x3 (the original's 5x5 as a 3x3,

@@ -1,6 +1,5 @@
 """GoogLeNet for CIFAR-10 in MindSpore (GRAPH or PYNATIVE, set by the back-end before this is built).
-
-MindSpore defaults that differ from PyTorch's, set explicitly: Conv2d pad_mode='pad' with padding k // 2 and
+ MindSpore defaults that differ from PyTorch's, set explicitly: Conv2d pad_mode='pad' with padding k // 2 and
 has_bias=False; BatchNorm2d momentum = 1 - PyTorch's and eps; MaxPool2d pad_mode='pad' with PyTorch's padding; Dense
 with bias; Dropout p (the probability of dropping, as PyTorch's). nn.Momentum's update is torch.optim.SGD's with
 dampening 0 and nesterov off.

@@ -3,8 +3,7 @@
 cells, ops.Concat, a ReduceMean + Flatten head, a loss Cell (nn.WithLossCell with SoftmaxCrossEntropyWithLogits),
 nn.Momentum with per-step learning rates and weight-decay parameter groups, nn.TrainOneStepCell
 (ms.amp.build_train_network for AMP levels), one Tensor pair per step; GRAPH or PYNATIVE as the caller set.
-
-The strided max-pools are padded as PyTorch pads them (pad_mode='pad', padding 1), not 'same' as the zoo's: 'same'
+ The strided max-pools are padded as PyTorch pads them (pad_mode='pad', padding 1), not 'same' as the zoo's: 'same'
 pads the bottom/right only and would pool other windows than the harness's network.
 
 Only the numpy initial weights, the architecture's widths, the batches and the learning-rate schedule come from

@@ -25,8 +25,7 @@ so the trailing pads do not change it).
 Source reversal (hparam `reverse_source`, off unless set): the source tokens are fed last to first (the
 <eos> stays after them), as Sutskever et al. (2014) do: without attention, the first target words then sit
 close to the source words they translate, and training gets going sooner. Both frameworks get the same ids.
-
-Length buckets (hparam `buckets`, a list of widths; off unless set): a training batch is then cut to the
+ Length buckets (hparam `buckets`, a list of widths; off unless set): a training batch is then cut to the
 narrowest width that holds every row's source and target with their <eos>, and each epoch's batches are
 made within one bucket (the epoch's permutation split by bucket, then the batches shuffled), so a short
 sentence does not pay for a 40-token one. The shapes stay few and fixed (one per width: MindSpore GRAPH

@@ -1,6 +1,5 @@
 """LSTM sentiment classifier on aclImdb (S1's NLP workload: batch 64; S2 and S4 use the same data), framework-neutral.
-
-Model: embedding(V, E) -> LSTM (hidden H, `layers` layers, unidirectional, batch first) -> the top layer's output at
+ Model: embedding(V, E) -> LSTM (hidden H, `layers` layers, unidirectional, batch first) -> the top layer's output at
 each review's last real token -> dense H -> 2. Cross-entropy (mean), Adam.
 
 Padding and masking, the same in both frameworks: every review is cut to its first `max_len` tokens and right-padded

@@ -1,6 +1,5 @@
 """LSTM sentiment classifier in MindSpore (GRAPH or PYNATIVE, set by the back-end before this is built).
-
-mindspore.nn.LSTM keeps weight_ih_lK (4H, in), weight_hh_lK (4H, H), bias_ih_lK, bias_hh_lK with torch's gate order
+ mindspore.nn.LSTM keeps weight_ih_lK (4H, in), weight_hh_lK (4H, H), bias_ih_lK, bias_hh_lK with torch's gate order
 (input, forget, cell, output), so the shared weights load unchanged (tests/test_equivalence.py checks the outputs).
 nn.Adam with weight_decay 0 is torch.optim.Adam's update.
 """

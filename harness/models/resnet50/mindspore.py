@@ -1,6 +1,5 @@
 """ResNet50 (CIFAR variant) in MindSpore (GRAPH or PYNATIVE, set by the back-end before this is built).
-
-Every MindSpore default that differs from PyTorch's is set explicitly: Conv2d pad_mode='pad' with
+ Every MindSpore default that differs from PyTorch's is set explicitly: Conv2d pad_mode='pad' with
 padding 1 (3x3) / 0 (1x1) and has_bias=False; BatchNorm2d momentum = 1 - PyTorch's momentum (MindSpore
 weights the running value, PyTorch the batch value) and eps; Dense with bias. nn.Momentum's update,
 v = m * v + (g + wd * p); p -= lr * v, is torch.optim.SGD's with dampening 0 and nesterov off.

@@ -1,8 +1,7 @@
 """ResNet50 (CIFAR variant) trained the way MindSpore's model zoo trains it: nn.Cell blocks, a loss Cell
 (nn.WithLossCell with SoftmaxCrossEntropyWithLogits), nn.Momentum with per-step learning rates and weight-decay
 parameter groups, nn.TrainOneStepCell (ms.amp.build_train_network for AMP levels), one Tensor pair per step.
-
-Only the numpy initial weights, the batches and the learning-rate schedule come from harness.models.resnet50."""
+ Only the numpy initial weights, the batches and the learning-rate schedule come from harness.models.resnet50."""
 
 from __future__ import annotations
 

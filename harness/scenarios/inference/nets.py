@@ -5,13 +5,11 @@ One file per framework (`harness/scenarios/inference/<framework>.py`, a `contrac
 where `run()` is one forward pass of the batch in eval mode without gradients, at the cell's AMP level, `sync()`
 waits for it, and `net` is the fp32 network the back-end's `parameter_count` / `layer_count` measure; and
 `network(name, weights)` and `forward(ctx, name, weights, images)`, which the tests compare across frameworks.
-
-`resnet50_imagenet`: ResNet-50 in torchvision's layout at ImageNet shape: 7x7/64 stride-2 stem convolution without
+ `resnet50_imagenet`: ResNet-50 in torchvision's layout at ImageNet shape: 7x7/64 stride-2 stem convolution without
 bias, BN, ReLU, 3x3 stride-2 max-pool (padding 1), the bottleneck stages of harness/models/resnet50 (v1.5: stride on
 the 3x3), global average pool, dense 2048 -> 1000. 25,557,032 parameters, as torchvision.models.resnet50. It is the
 CIFAR variant of harness/models/resnet50 with the stem replaced and the max-pool added (same blocks, same weight names).
-
-Images are synthetic (N(0, 1) float32, made once from the seed): the time of a forward pass of a dense convolutional
+ Images are synthetic (N(0, 1) float32, made once from the seed): the time of a forward pass of a dense convolutional
 network does not depend on the pixel values, only on the shape.
 """
 

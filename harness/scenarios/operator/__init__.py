@@ -1,10 +1,8 @@
 """Time one operator configuration (a `kind: operator` cell) in this process, one of its repeats: warm-up, blocks of
 at least harness.scenarios.operator.ops.sweep_timing's iterations and time, the fast quantile, median and IQR of the
-per-iteration
-time over blocks,
-every block kept (the ratio's interval resamples the repeats and their blocks:
-harness.results.measure.block_replicates; timed
-by turns, Student's t over the groups: harness.results.measure.paired_replicates)."""
+per-iteration time over blocks, every block kept (the ratio's interval resamples the repeats and their blocks:
+harness.results.measure.block_replicates; timed by turns, Student's t over the groups:
+harness.results.measure.paired_replicates)."""
 
 from __future__ import annotations
 
@@ -34,8 +32,7 @@ def run(ctx, backend, events) -> dict[str, Any]:
     events.log(RUN_START, event_type=START)
     block = operators.sweep_timing(cell.framework, cell.mode)
     # With the configuration's other cells alive beside it (the runner's turn group: harness.launch.turns), one block
-    # each
-    # in turn; alone (a partner kept from an earlier invocation, or not in this run), blocks back to back.
+    # each in turn; alone (a partner kept from an earlier invocation, or not in this run), blocks back to back.
     timing = operators.turn_time(run_once, sync, ctx.turns, **block) if ctx.turns else \
         operators.blocked_time(run_once, sync, **block)
     events.log(RUN_STOP, event_type=END, status=SUCCESS)

@@ -101,9 +101,8 @@ def _waiting_thread_idle(ctx) -> None:
     timed, on cores its compute threads have left. Measured per process (docs/methodology/operators.md).
 
     Not on a process confined to one core (harness.scenarios.operator.ops.CPU_CORES): there the launching thread shares
-    its core
-    with the compute threads and, idle, waited for them in turns. On one core, PYNATIVE's Dense fwd 512->512 ran
-    699-1,563 us with it and 552-569 us without; its Conv2d fwd+bwd 16->64, 35-56 ms and 21-24 ms (4 and 3
+    its core with the compute threads and, idle, waited for them in turns. On one core, PYNATIVE's Dense fwd 512->512
+    ran 699-1,563 us with it and 552-569 us without; its Conv2d fwd+bwd 16->64, 35-56 ms and 21-24 ms (4 and 3
     processes)."""
     import os
 

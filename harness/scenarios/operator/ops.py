@@ -85,15 +85,12 @@ def arrays(op: str, s: dict[str, int], seed: int) -> dict[str, np.ndarray]:
 # The operator sweep's timing (Figure 5), from what operator_noise.py and operator_stability.py measured (docs/
 # methodology/operators.md, item 12): blocks of at least 0.02 s, so that a process holds enough blocks in the host's
 # fast phase for its statistic (harness.results.measure.fast_time: their 10th percentile); blocks of 0.1 s mixed the
-# phases
-# (a vCPU of the 2-core machine ran 1.7x slower, in phases of milliseconds to seconds). Timed by turns
+# phases (a vCPU of the 2-core machine ran 1.7x slower, in phases of milliseconds to seconds). Timed by turns
 # (harness.launch.turns), a cell takes turns.ROUNDS blocks; alone, at least 20 blocks and 0.9 s. MindSpore PYNATIVE
-# queues
-# its calls (Conv2d fwd+bwd: 172 ms an iteration synchronised each time, 41-48 ms queued), so its blocks hold at
+# queues its calls (Conv2d fwd+bwd: 172 ms an iteration synchronised each time, 41-48 ms queued), so its blocks hold at
 # least 8 iterations, as before, to spread that latency over many (QUEUED_TIMING); GRAPH's sync alone is 0.06-0.16
 # ms, PyTorch's none. Each cell runs in several processes (at least harness.launch.sequential.OPERATOR_MIN_REPEATS,
-# then up
-# to operator_max_repeats while its ratio's interval is wide), since the host's state differs more between the
+# then up to operator_max_repeats while its ratio's interval is wide), since the host's state differs more between the
 # groups of processes than between the blocks of one.
 SWEEP_TIMING = {"min_block_s": 0.02, "min_block_iters": 1, "min_run_s": 0.9, "min_blocks": 20}
 QUEUED_TIMING = {**SWEEP_TIMING, "min_block_iters": 8}

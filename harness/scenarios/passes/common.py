@@ -1,6 +1,5 @@
 """Forward and gradient passes of a matrix model at a fixed batch (S4, Bahrampour et al.), framework-neutral parts.
-
-One file per framework (`harness/scenarios/passes/<framework>.py`, a `contracts.PassesModule`) provides
+ One file per framework (`harness/scenarios/passes/<framework>.py`, a `contracts.PassesModule`) provides
     build(ctx, model, workload, arrays) -> (forward, gradient, sync)
 from the model's workload (its fp32 network), its model file's loss (`model.pass_loss`) and the batch `arrays`:
 `forward()` is one eval-mode pass without gradients (S4's deployment time), `gradient()` one train-mode forward +
