@@ -53,9 +53,9 @@ SETTINGS = [("pytorch", "eager", ""), ("mindspore", "graph", ""), ("mindspore", 
 def probe(framework: str, mode: str, variant: str, config: str) -> dict:
     """In this process: set up as a cell, build the operator, measure."""
     from harness.config.cell import Cell
+    from harness.config.context import CellContext
     from harness.config.spec import OperatorSpec
     from harness.frameworks import backend as load_backend
-    from harness.launch.context import CellContext
     from harness.scenarios.operator import ops as operators
 
     op, shape, direction = CONFIGS[config]

@@ -94,8 +94,8 @@ def _paired_here(result: dict) -> tuple[float, float]:
     import torch.utils.benchmark as tb
 
     from harness.config.cell import Cell
+    from harness.config.context import CellContext
     from harness.config.spec import OperatorSpec
-    from harness.launch.context import CellContext
     from harness.scenarios.operator import ops as operators
     from harness.scenarios.operator.ops import pytorch as impl
 

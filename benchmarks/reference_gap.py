@@ -47,9 +47,9 @@ from harness.config import (  # noqa: E402
     cellid,
     matrix,  # noqa: E402
 )
+from harness.config.context import CellContext  # noqa: E402
 from harness.frameworks import backend as load_backend  # noqa: E402
 from harness.host import envinfo  # noqa: E402
-from harness.launch.context import CellContext  # noqa: E402
 from harness.launch.inprocess import InProcess, set_up  # noqa: E402
 from harness.models import model_module, reference_module  # noqa: E402
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 from harness.config import conformance
 from harness.config import matrix as matrix_mod
+from harness.config.cell import PLATFORMS
 from harness.errors import HarnessError
-from harness.host.platforms import PLATFORMS
 from harness.paths import REPO
 
 DEFAULT_DATA_DIR = os.environ.get("HARNESS_DATA_DIR", str(Path.home() / ".cache" / "ms-pt-harness" / "data"))
@@ -296,7 +296,7 @@ def _env(args) -> int:
 
 
 def _models(args) -> int:
-    from harness.models.describe import describe_all
+    from harness.launch.describe import describe_all
 
     rows = describe_all(_matrix(args))
     if args.json:

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from harness.config.cell import Cell
-    from harness.launch.context import CellContext
+    from harness.config.context import CellContext
     from harness.results.eventlog import EventLog
 
 

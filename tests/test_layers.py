@@ -24,7 +24,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 # What every layer reads, made by the matrix module and the runner: cells, their ids and settings, errors, the child's
 # context, the plug-in contracts and the event log the contracts name.
-SHARED = {"harness.config.cell", "harness.config.cellid", "harness.config.spec", "harness.errors", "harness.launch.context", "harness.contracts",  # noqa: E501
+SHARED = {"harness.config.cell", "harness.config.cellid", "harness.config.spec", "harness.errors", "harness.config.context", "harness.contracts",  # noqa: E501
           "harness.results.eventlog", "harness.paths"}
 
 

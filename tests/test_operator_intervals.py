@@ -162,7 +162,7 @@ def _waiting_thread_in_a_thread(cores: set[int]) -> tuple[int, dict]:
     import os
     import threading
 
-    from harness.launch.context import CellContext
+    from harness.config.context import CellContext
     from harness.scenarios.operator import mindspore as ms_ops
 
     ctx = CellContext(cell=None, platform="cpu", repeat=0, data_folder=None, synthetic=True)

@@ -10,6 +10,8 @@ from typing import Any
 
 from harness.config.spec import SPEC_FOR_KIND, ModelSpec, OperatorSpec, Spec
 
+PLATFORMS = ("cpu", "cuda", "ascend")   # where a cell can run: the matrix's platform axis and `--platform`
+
 
 @dataclass(frozen=True, kw_only=True)
 class Cell:

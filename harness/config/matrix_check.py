@@ -13,9 +13,9 @@ from dataclasses import MISSING, fields
 from pathlib import Path
 from typing import Any
 
+from harness.config.cell import PLATFORMS
 from harness.config.spec import InferenceSpec, ModelSpec, OperatorSpec, PassesSpec, ProfileSettings
 from harness.errors import HarnessError
-from harness.host.platforms import PLATFORMS
 
 
 def spec_keys(cls: type, *names: str) -> dict[str, type | tuple[type, ...]]:

@@ -24,7 +24,7 @@ from harness.errors import HarnessError
 
 if TYPE_CHECKING:
     from harness.config.cell import Cell
-    from harness.launch.context import CellContext
+    from harness.config.context import CellContext
 
 
 def module(name: str) -> DatasetModule:

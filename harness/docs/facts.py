@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.config import matrix
+from harness.config.cell import PLATFORMS
 from harness.docs.render import Run, duration
 from harness.errors import HarnessError
 from harness.launch import sequential
@@ -31,7 +32,6 @@ KINDS = {"reference_gap": "harness against PyTorch's reference loop at the accel
          "why_device": "the device's busy time in a profiled step at batch 128"}
 SHORT = {"reference_gap": "reference gap", "why_device": "busy time"}
 DEFAULT_LINE = re.compile(r'if \[ "\$platform" = (\w+) \]; then profile=(\w+); else profile=(\w+); fi')
-PLATFORMS = ("cpu", "cuda", "ascend")
 
 
 def platform_defaults(repo: Path) -> dict[str, str]:

@@ -6,10 +6,10 @@ import glob
 import importlib.util
 import sys
 
+from harness.config.cell import PLATFORMS
 from harness.devices import query
 from harness.errors import HarnessError
 
-PLATFORMS = ("cpu", "cuda", "ascend")
 # The modules a framework's cells import, per platform (PyTorch on Ascend runs through torch_npu).
 FRAMEWORK_MODULES = {"pytorch": ("torch",), "mindspore": ("mindspore",)}
 PLATFORM_MODULES = {("ascend", "pytorch"): ("torch_npu",)}

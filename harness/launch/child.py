@@ -16,10 +16,10 @@ import traceback
 
 from harness import profiling, scenarios, telemetry
 from harness.config.cell import Cell
+from harness.config.context import CellContext
 from harness.devices import accumulation
 from harness.errors import Unsupported
 from harness.frameworks import backend as load_backend
-from harness.launch.context import CellContext
 from harness.launch.process import nodes, pid_line
 from harness.results import eventlog, mlperf
 from harness.results.store import write_json_atomic

@@ -16,9 +16,9 @@ from typing import Any
 
 from harness import data as datasets
 from harness.config.cell import Cell
+from harness.config.context import CellContext
 from harness.contracts import Backend
 from harness.frameworks import backend as load_backend
-from harness.launch.context import CellContext
 from harness.models import model_module
 
 UNTIL = ("backend", "data", "workload")

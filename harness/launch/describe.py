@@ -1,4 +1,4 @@
-"""`python -m harness.models.describe MODEL FRAMEWORK`: build a model (synthetic data, fresh process) and
+"""`python -m harness.launch.describe MODEL FRAMEWORK`: build a model (synthetic data, fresh process) and
 print its parameter and layer counts as JSON. `python -m harness models` calls it per framework."""
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ def describe_all(m: matrix.Matrix) -> list[dict]:
         for fw in m.data["axes"]["framework"]:
             env = {**os.environ, **load_backend(fw).process_env("cpu"),
                    "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
-            p = subprocess.run([sys.executable, "-m", "harness.models.describe", model, fw, str(m.path)],
+            p = subprocess.run([sys.executable, "-m", "harness.launch.describe", model, fw, str(m.path)],
                                capture_output=True, text=True, env=env, cwd=REPO, timeout=900)
             if p.returncode != 0:
                 tail = (p.stderr.strip().splitlines() or ["no output"])[-1]
