@@ -209,7 +209,7 @@ cuda_jit_cache_check() {
 cuda_compile_cell() {
   local cell='model/gcn/pytorch/compile/amp-off/1dev' matrix="$runs/matrix-compile.toml"
   # One repeat of the full profile's compile cell: a copy of the matrix with repeats = 1.
-  sed 's/^repeats = 3$/repeats = 1/' "$root/harness/matrix.toml" > "$matrix"
+  sed 's/^repeats = 3$/repeats = 1/' "$root/harness/config/matrix.toml" > "$matrix"
   grep -q '^repeats = 3$' "$matrix" && fail "could not make a one-repeat matrix for the compile cell"
   mkdir -p "$runs/compile-uid"
   chown 4242:4242 "$runs/compile-uid" "$matrix" 2> /dev/null || chmod 0777 "$runs/compile-uid"

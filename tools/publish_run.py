@@ -77,8 +77,9 @@ def roots(src: Path) -> dict[str, tuple[str, str]]:
             (outs if flag == "--out" else data if flag == "--data-dir" else set()).add(_absolute(value))
         if argv and isinstance(argv[0], str) and argv[0].endswith("/harness/__main__.py"):
             repos.add(argv[0].removesuffix("/harness/__main__.py"))
-    if isinstance(meta.get("matrix"), str) and meta["matrix"].endswith("/harness/matrix.toml"):
-        repos.add(meta["matrix"].removesuffix("/harness/matrix.toml"))
+    for default in ("/harness/config/matrix.toml", "/harness/matrix.toml"):   # the default matrix, where it now is
+        if isinstance(meta.get("matrix"), str) and meta["matrix"].endswith(default):   # and where older runs had it
+            repos.add(meta["matrix"].removesuffix(default))
     for spec in (src / "cells").rglob("r*.spec.json") if (src / "cells").is_dir() else ():
         s = _read_json(spec) or {}
         for key in ("log", "events", "child_result"):
