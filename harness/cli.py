@@ -76,6 +76,10 @@ def _run_options(r: argparse.ArgumentParser) -> None:
                    help="cap of the sequential repeats: a comparison not yet settled gets one more repeat of its cells "
                         "at a time, up to M (default: the profile's `max_repeats`; harness/launch/sequential.py)")
     r.add_argument("--matrix", type=Path, help="another matrix file (default: harness/config/matrix.toml)")
+    r.add_argument("--hours", type=_hours, metavar="H",
+                   help="plan the run to H hours booked, counted from $HARNESS_BOOKING_START (reproduce.sh sets it "
+                        "when it starts) or from now: the claims' cells first, what does not fit left out and said "
+                        "before the first cell, the rest re-planned after each cell (harness/estimate/fit.py)")
     r.add_argument("--shard", metavar="K/N", help="run only the K-th of N deterministic slices of the profile's cells "
                                                   "(round robin over the cell list), into its own --out; `report` "
                                                   "merges the N folders")
@@ -117,6 +121,19 @@ def _estimate_options(es: argparse.ArgumentParser) -> None:
     es.add_argument("--synthetic", nargs="?", const="all", metavar="DATASETS",
                     help="the datasets the run would generate (default: none)")
     es.add_argument("--matrix", type=Path)
+    es.add_argument("--hours", type=_hours, metavar="H",
+                    help="plan the profile to H hours booked on that host, less the build, its downloads and the "
+                         "first-run compilation: what runs and what each claim loses (harness/estimate/fit.py)")
+
+
+def _hours(text: str) -> float:
+    try:
+        h = float(text)
+    except ValueError:
+        h = float("nan")
+    if not h > 0 or h == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of hours above 0 (e.g. 8 or 7.5)")
+    return h
 
 
 def _docs_options(dc: argparse.ArgumentParser) -> None:
@@ -154,7 +171,7 @@ def _run(args) -> int:
     try:
         return runner.run(m, args.profile, args.platform, args.out, only=args.only, data_dir=args.data_dir,
                           synthetic=args.synthetic, resume=args.resume, allow_download=args.download,
-                          shard=args.shard, repeats=args.repeats, max_repeats=args.max_repeats,
+                          shard=args.shard, repeats=args.repeats, max_repeats=args.max_repeats, hours=args.hours,
                           log=lambda s: print(s, file=sys.stderr, flush=True))
     except OSError as e:
         if faults.storage(e, args.out):  # a full disk, a read-only or vanished run folder: one line, then --resume
@@ -235,6 +252,8 @@ def _estimate(args) -> int:
     proj = booking.project(m, args.profile, platform, run=folders, device=device, devices=devices, synthetic=fake,
                            memory=(gib, source))
     print("\n".join(booking.projection_lines(proj, folders)))
+    if args.hours:
+        print("\n".join(booking.hours(proj, m, args.profile, args.hours).lines()))
     cells = m.expand(args.profile)
     print("\n".join(devicememory.fit_table(cells)))
     said = Host(platform, args.profile, devices, {}, m, gib, source).memory_line(cells)

@@ -22,11 +22,36 @@ from harness.results.units import duration
 # the estimate's bookings (harness.estimate.booking.BOOKINGS); None: the device the committed runs measured.
 HOSTS = (
     ("one NVIDIA H200 (the GPU the runs measured)", "accelerator", "cuda", None, 1),
-    ("one NVIDIA V100 (a day's cloud booking)", "accelerator", *booking.BOOKINGS["V100"]),
+    ("one NVIDIA V100 32 GB", "accelerator", *booking.BOOKINGS["V100"]),
     ("one NVIDIA H100", "accelerator", *booking.BOOKINGS["H100"]),
     ("an Ascend 910 server, 8 NPUs (the paper's)", "accelerator", *booking.BOOKINGS["910x8"]),
     ("one NVIDIA H200, the quick profile", "quick", "cuda", None, 1),
 )
+
+
+# The hosts `--hours` is sized for (harness.estimate.fit): (who, booking name), each at BOOKED hours.
+FITS = (("one V100 16 GB", "V100-16"), ("one V100 32 GB", "V100-32"), ("one H100", "H100"), ("one H200", "H200"),
+        ("an Ascend 910 server, 8 NPUs", "910x8"))
+BOOKED = (8, 24)
+
+
+def booking_fits(gpu: Sequence[Run], m) -> str:
+    """Per host and hours booked, what `--hours` plans at the estimate's upper bound: the runs that fit, what each
+    claim decides, and what it does not, with why (harness.estimate.booking.hours)."""
+    rows = ["| host | `--hours` | runs that fit (their upper bound) | parts decided, per claim | not decided, and why "
+            "| cells left out |", "|---|---|---|---|---|---|"]
+    for who, name in FITS:
+        platform, device, devices = booking.BOOKINGS[name]
+        folders, _ = estimate.references(platform, "accelerator", gpu[0].path.parent)
+        memory = devicememory.table_gib(device)
+        p = booking.project(m, "accelerator", platform, run=folders, device=device, devices=devices, memory=memory)
+        for h in BOOKED:
+            f = booking.hours(p, m, "accelerator", h)
+            yes, no = f.short()
+            runs = len(f.first) + len(f.late)
+            rows.append(f"| {who} | {h} | {runs} of {p['runs'] - p['skipped']} ({duration(f.planned_s)}) | {yes} | "
+                        f"{no} | {len(f.left) or 'none'} |")
+    return "\n".join(rows)
 
 
 def _accelerator_runs(runs: Sequence[Run]) -> list[Run]:
@@ -85,7 +110,14 @@ def accelerator_estimates(runs: Sequence[Run]) -> str:
         f"at the profile's max_repeats with MindSpore at the largest; the cells a device cannot hold (predicted on "
         f"the CPU, [docs/methodology/device-memory.md](docs/methodology/device-memory.md)) are left out, as the run "
         f"skips them. Not in the figures: the image build, the downloads and, on an H100, MindSpore's first-run PTX "
-        f"compilation (`harness estimate` prints each). **Estimates, not measurements.**")
+        f"compilation (`harness estimate` prints each). **Estimates, not measurements.**"
+        f"\n\n**Fitting a booking.** `--hours H` (`./reproduce.sh cuda --hours 8`, `harness run`, `harness estimate "
+        f"--device V100-16 --hours 8`) plans the run to the hours booked, at the estimate's upper bound: every claim's "
+        f"parts at the repeats their intervals need, the cheapest part first, then the paper's tables' other cells, "
+        f"the sequential repeats, the companion cells; the hours less the build, its downloads and MindSpore's "
+        f"first-run compilation (`harness/preflight/host.toml` [booking.*]: allowances). What it leaves out is said "
+        f"before the first cell and in the report, and after each cell the rest is re-priced from the run's own cells "
+        f"(`harness/estimate/fit.py`):\n\n" + booking_fits(gpu, m))
 
 
 def gpu_measured(runs: Sequence[Run]) -> str:

@@ -31,7 +31,8 @@ if TYPE_CHECKING:
 
 # The devices the accelerator profile is sized for, named as their tools report them (harness.devices.catalog):
 # (platform, device, devices).
-BOOKINGS = {"V100": catalog.booking("V100-32"), "H100": catalog.booking("H100-80"),
+BOOKINGS = {"V100": catalog.booking("V100-32"), "V100-16": catalog.booking("V100-16"),
+            "V100-32": catalog.booking("V100-32"), "H100": catalog.booking("H100-80"),
             "H200": catalog.booking("H200-141"), "910x8": catalog.booking("910-32", 8)}
 TRAINS = ("model", "scaling")
 
@@ -73,10 +74,12 @@ def project(matrix, profile: str, platform: str, *, run: Path | Sequence[Path], 
                       on_device=platform != "cpu", bounds=True)
     est = p["estimate"]
     groups: dict[str, float] = {}
+    unknown: dict[str, int] = {}   # per group, the runs nothing measured prices: unknown, never 0 s
     for cell, repeat in todo:
-        key = cell.model if cell.kind in TRAINS else cell.kind
-        groups[key or cell.kind] = groups.get(key or cell.kind, 0.0) + (p["first"] if repeat == 0 else
-                                                                        p["by_cell"])[cell.id]
+        key = (cell.model if cell.kind in TRAINS else cell.kind) or cell.kind
+        groups[key] = groups.get(key, 0.0) + (p["first"] if repeat == 0 else p["by_cell"])[cell.id]
+        if p["how"].get(cell.id) == "none":
+            unknown[key] = unknown.get(key, 0) + 1
     bases: dict[str, int] = {}
     for h in p["how"].values():
         bases[h] = bases.get(h, 0) + 1
@@ -93,7 +96,8 @@ def project(matrix, profile: str, platform: str, *, run: Path | Sequence[Path], 
     upper = high_total + more * (1 + p["outside"] / max(p["cells"] + p["extra"], 1e-9))
     used = {(c.model, catalog.precision(c.amp)): est.scale[c.id] for c in running if c.id in est.scale}
     return {"total_s": total, "low_s": min(p["bounds"]["low"][1], total), "upper_s": max(upper, total), "cap": cap,
-            "groups": groups, "bases": bases, "per_model": _per_model(running, est, target), "runs": p["runs"],
+            "groups": groups, "unknown": unknown, "bases": bases, "per_model": _per_model(running, est, target),
+            "runs": p["runs"],
             "skipped": p["skipped"], "device": target, "reference_device": ref_dev, "devices": devices,
             "platform": platform, "reference_frameworks": p["frameworks"], "ratios": p["ratios"],
             "ms_priced": sorted({cells[c].model for c in est.ratio if cells[c].model}),
@@ -101,7 +105,23 @@ def project(matrix, profile: str, platform: str, *, run: Path | Sequence[Path], 
             "accumulated": sorted({f"{c.model} {catalog.precision(c.amp)} ({pl.label})"
                                    for c in running if (pl := decided[c.id].plan).steps > 1 and pl.label}),
             "device_basis": devicescale.basis(ref_dev, target, used), "device_short": devicescale.short(used),
-            "decisions": decided}
+            "decisions": decided, "todo": todo, "plan": p}
+
+
+def hours(proj: dict[str, Any], matrix, profile: str, booked: float, *, owe: bool = True):
+    """The profile on that host planned to `booked` hours (harness.estimate.fit): from the projection's own plan and
+    decisions; `owe`: take the build, its downloads and the first-run compilation off the hours (a booking estimated
+    ahead; a run under way has spent its build already)."""
+    from harness.claims import reads
+    from harness.estimate import fit
+
+    todo, decided = proj["todo"], proj["decisions"]
+    cells = [c for c, r in todo if r == 0]
+    skipped = {cid: d.verdict for cid, d in decided.items() if d.verdict}
+    reserved = fit.owed(proj["platform"], {c.framework for c in cells}) if owe else []
+    budget = booked * 3600 - sum(s for _, s in reserved)
+    return fit.fit(fit.entries(todo, proj["plan"]), reads.needs(cells), budget, hours=booked, skipped=skipped,
+                   cap=proj["cap"], reserved=reserved)
 
 
 def _per_model(running: Sequence[Any], est: Any, target: str | None) -> dict[str, dict[str, Any]]:
@@ -130,14 +150,23 @@ def projection_lines(proj: dict[str, Any], run: Path | Sequence[Path]) -> list[s
     shown = ", ".join(estimate.shown(f) for f in ([run] if isinstance(run, Path) else run))
     b = proj["bases"]
     priced = proj["ms_priced"]
+    lost = sum(proj.get("unknown", {}).values())
     out = [f"{proj['device']} x {proj['devices']}: about {duration(proj['total_s'])} for {proj['runs']} runs "
-           f"({proj['skipped']} skipped there), from {shown} ({proj['reference_device']})",
-           f"    range: {duration(proj['low_s'])} to {duration(proj['upper_s'])}: from the planned repeats"
+           f"({proj['skipped']} skipped there" + (f"; {lost} unknown, not in the total or its range" if lost else "")
+           + f"), from {shown} ({proj['reference_device']})",
+           f"    range: {duration(proj['low_s'])} to {duration(proj['upper_s'])}: from the planned repeats, a cell "
+           f"that stops at its target at its first evaluation where no measured cell says when it reaches it"
            + (" with MindSpore at each model's smallest CPU ratio" if priced else "")
            + f", up to every comparison's repeats at the profile's max_repeats ({proj['cap']})"
            + (" with MindSpore at the largest" if priced else "")]
+    unknown = proj.get("unknown", {})
     for name, s in sorted(proj["groups"].items(), key=lambda kv: -kv[1]):
-        out.append(f"    {name:12} {duration(s)}")
+        k = unknown.get(name, 0)
+        if k:   # never 0 s: what nothing measured prices is said to be unknown
+            out.append(f"    {name:12} " + (f"{duration(s)} and " if s else "") + f"{k} runs unknown (no committed "
+                       f"cell of its model or kind prices them; not in the total)")
+        else:
+            out.append(f"    {name:12} {duration(s)}")
     out.append(f"    cells: {b.get('measured', 0)} measured there, {b.get('like', 0)} from a cell of the same model "
                f"and precision, {b.get('model', 0)} from the same model at another precision, {b.get('kind', 0)} "
                f"from another cell of their kind, {b.get('none', 0)} with nothing to go on")

@@ -97,13 +97,13 @@ def plan(todo: Sequence[tuple[Cell, int]], run: Path | Sequence[Path], *, here: 
     ratios = frameworkratio.measured({f: d for f, d in others.items() if f.name.startswith("cpu-")})
     ref_fake = set().union(*(_synthetic_of(RunStore(f).read_meta(), pool) for f in folders)) if folders else set()
 
-    def priced(pick: Callable[[Cell], float | None]) -> stepmodel.Estimate:
+    def priced(pick: Callable[[Cell], float | None], least: bool = False) -> stepmodel.Estimate:
         return stepmodel.plan(todo, pool, here=here, synthetic=synthetic, ref_synthetic=ref_fake,
-                              skip=lambda c: why[c.id], on_device=on_device,
+                              skip=lambda c: why[c.id], on_device=on_device, least=least,
                               ratio=lambda c, d: (pick(c) or 1.0) if c.framework == frameworkratio.PRICED else 1.0)
 
     est = priced(lambda c: ratios.central(c.model, c.mode, c.amp))
-    more = {"low": priced(lambda c: (ratios.spread(c.model) or (None,))[0]),
+    more = {"low": priced(lambda c: (ratios.spread(c.model) or (None,))[0], least=True),
             "high": priced(lambda c: (ratios.spread(c.model) or (None, None))[1])} if bounds else {}
     planned: dict[str, int] = {}
     for cell, _ in todo:

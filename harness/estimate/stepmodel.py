@@ -191,22 +191,23 @@ def planned_samples(cell: Cell, donor: Donor, synthetic: bool, donor_synthetic: 
     split = train_split(spec.dataset)
     if spec.train_samples:
         want = spec.train_samples if split is None else min(spec.train_samples, split)
-    elif synthetic == donor_synthetic or split is None:
-        return donor.samples
+    elif split is None or synthetic and donor_synthetic:
+        return donor.samples   # the same generated set's size, or a dataset whose split is not known
     else:
-        want = split
+        want = split   # the whole real split (a donor of another profile may have trained on a slice of it)
     batch = int(spec.hparams.get("batch", 1)) * max(cell.devices, 1)
     return max(want // batch * batch, batch) if want >= batch else want
 
 
 def seconds(cell: Cell, donor: Donor, factor: float = 1.0, *, synthetic: bool = False,
             donor_synthetic: bool = False, profiled: bool = False, on_device: bool = False, whole_step: bool = False,
-            framework_ratio: float = 1.0) -> float:
+            framework_ratio: float = 1.0, least: bool = False) -> float:
     """The planned cell's estimated seconds from its donor (module docstring); `profiled`: this repeat runs the profiled
     pass (a single-device fp32 model cell's first repeat), `on_device`: on an accelerator (its pass is a window of a
     few steps, harness.profiling.DEVICE_STEPS); `whole_step`: the factor was measured for the whole step;
     `framework_ratio`: the training steps' factor for another framework than the donor's
-    (harness.estimate.frameworkratio)."""
+    (harness.estimate.frameworkratio); `least`: a cell that stops at its target, where no measured cell says when it
+    reaches it, at its first evaluation (the range's low end) rather than at its planned epochs."""
     spec = cell.spec
     if donor.samples == 0 or not isinstance(spec, ModelSpec):
         return donor.elapsed_s   # a cell timed by blocks of at least a fixed time: its time barely scales
@@ -218,7 +219,10 @@ def seconds(cell: Cell, donor: Donor, factor: float = 1.0, *, synthetic: bool = 
     samples = planned_samples(cell, donor, synthetic, donor_synthetic)
     planned = int(spec.epochs or donor.epochs_run or 1)
     same = (cell.model == donor.model and synthetic == donor_synthetic and spec.stop_at_target)
-    epochs = min(donor.epochs_run, planned) if same and donor.reached_target else planned
+    epochs: float = min(donor.epochs_run, planned) if same and donor.reached_target else planned
+    if least and spec.stop_at_target and not (same and donor.reached_target):
+        # the least it can take: nothing measured says when it reaches its target, and it may at its first evaluation
+        epochs = 1 / max(1, int(spec.evals_per_epoch or 1))
     per_dev = donor.devices / max(cell.devices, 1)   # data parallelism splits an epoch's samples over the devices
     # A step takes the longer of the host's part (as measured) and the device's part scaled to this device: a
     # host-bound step on a fast device does not slow down in proportion on a slower one.
@@ -268,7 +272,8 @@ class Estimate:
 
 def plan(todo: Sequence[tuple[Cell, int]], pool: dict[str, Donor], *, here: str | None = None,
          synthetic: Iterable[str] = (), ref_synthetic: Iterable[str] = (), skip=lambda c: None,
-         on_device: bool = False, ratio: Callable[[Cell, Donor], float] = lambda c, d: 1.0) -> Estimate:
+         on_device: bool = False, ratio: Callable[[Cell, Donor], float] = lambda c, d: 1.0,
+         least: bool = False) -> Estimate:
     """The estimated seconds of every planned (cell, repeat); `skip(cell)` gives the reason a cell will not run here
     (then 0 s), `here` this host's device name (None: the reference's), `on_device`: the planned host is an
     accelerator, `ratio(cell, donor)`: the training steps' factor of a cell priced from another framework's donor.
@@ -301,7 +306,7 @@ def plan(todo: Sequence[tuple[Cell, int]], pool: dict[str, Donor], *, here: str 
                     f = s.factor
                     kw = {"synthetic": generated(cell.dataset, fake), "whole_step": s.whole_step,
                           "donor_synthetic": generated(cell.dataset, ref_fake), "on_device": on_device,
-                          "framework_ratio": r}
+                          "framework_ratio": r, "least": least}
                     per_cell[cell.id] = seconds(cell, donor, f, **kw)
                     passes = isinstance(cell.spec, ModelSpec) and profiling.runs_pass(cell, 0)
                     first[cell.id] = seconds(cell, donor, f, profiled=passes, **kw)

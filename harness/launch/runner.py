@@ -43,7 +43,7 @@ from harness.estimate import runtime as estimate
 from harness.frameworks import backend as load_backend
 from harness.host import envinfo, platforms
 from harness.host.plan import SKIP, CellDecision, Host
-from harness.launch import faults, sequential, turns
+from harness.launch import booking, faults, sequential, turns
 from harness.launch import process as launch
 from harness.launch.progress import EpochLines, RunProgress
 from harness.paths import REPO
@@ -79,7 +79,7 @@ def _raise_interrupted(signum, frame):
 def run(matrix: Matrix, profile: str, platform: str, out: Path, *, only: str | None = None,
         data_dir: Path = Path("data"), synthetic: str | None = None, resume: bool = False,
         allow_download: bool = False, shard: str | None = None, repeats: int | None = None,
-        max_repeats: int | None = None, log=print) -> int:
+        max_repeats: int | None = None, hours: float | None = None, log=print) -> int:
     """`repeats`: every cell's (run --repeats N; default the matrix's per cell, harness.config.matrix). With `resume` a
     (cell, repeat) already ok is kept: raising the repeats of a finished run runs only the repeats it lacks.
     `max_repeats`: the cap of the sequential repeats (harness.launch.sequential; default the profile's `max_repeats`):
@@ -87,18 +87,28 @@ def run(matrix: Matrix, profile: str, platform: str, out: Path, *, only: str | N
 
     The steps, in order: select the cells; open the run (every input checked, then the run folder claimed); decide
     what this host does with each cell; say the estimate; record the invocation; run the first pass, then the rounds
-    of sequential repeats; close the run, whatever happened; say what came of it."""
+    of sequential repeats; close the run, whatever happened; say what came of it. `hours`: planned to the hours
+    booked (harness.launch.booking): the companion cells run after the sequential repeats, and what does not fit is
+    left out."""
+    t0 = booking.started()   # a bad $HARNESS_BOOKING_START refuses the run before anything
     node = launch.nodes()   # HARNESS_NNODES and the rest, checked before anything else
     cells, cap = _select(matrix, profile, only, shard, repeats, max_repeats, node)
     s = _open(matrix, profile, platform, out, node, cells, cap, log, data_dir=data_dir, synthetic=synthetic,
               resume=resume, allow_download=allow_download, shard=shard)
     _plan_cells(s)
     planned = _estimate(s)
+    if hours:
+        order = list(s.todo)
+        s.booked = booking.plan(s, hours, t0, peaks.device_name(s.platform))
+        if planned is not None:   # each run's estimate, in the plan's order
+            by_run = {(c.id, r): sec for (c, r), sec in zip(order, planned, strict=True)}
+            planned = [by_run[c.id, r] for c, r in s.todo + s.booked.late + s.booked.tail]
     _start_invocation(s, only, max_repeats, planned)
     old = {sig: signal.signal(sig, _raise_interrupted) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         _first_pass(s)
         _more_rounds(s)
+        _last_pass(s)
     except Interrupted as e:
         s.invocation["interrupted"] = True
         log(f"interrupted ({e}); finished cells are kept in {out}; continue with --resume")
@@ -142,6 +152,7 @@ class RunState:
     invocation: dict = field(init=False)                   # this invocation's entry in run.json
     progress: RunProgress = field(init=False)
     verdicts: Verdicts = field(init=False)
+    booked: booking.Booked | None = None                   # --hours: the plan's clock and its later passes
     counts: dict[str, int] = field(default_factory=dict)   # status -> results of this invocation
     # A turn group's cells finish in threads of their own (harness.launch.turns): the counts and lines take turns.
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -225,19 +236,37 @@ def _start_invocation(s: RunState, only: str | None, max_repeats: int | None, pl
         s.invocation["data_mirror"] = os.environ["HARNESS_DATA_MIRROR"]
     s.meta["invocations"].append(s.invocation)
     s.store.write_meta(s.meta)
-    s.progress = RunProgress(len(s.todo), planned=planned)
-    s.verdicts = Verdicts(s.store, s.cells, s.profile, s.platform, s.cap, s.todo, s.log,
+    every = s.todo + (s.booked.late + s.booked.tail if s.booked else [])
+    s.progress = RunProgress(len(every), planned=planned)
+    s.verdicts = Verdicts(s.store, s.cells, s.profile, s.platform, s.cap, every, s.log,
                           op_cap=s.invocation["operator_max_repeats"], op_budget_s=s.invocation["operator_budget_s"])
 
 
-def _first_pass(s: RunState) -> None:
-    """Every (cell, repeat) of the plan once, in run order; the verdicts line after each comparison's last cell."""
-    done = 0
-    for entries in _in_groups(s.todo):
-        _run_entries(s, entries, done + 1)
-        done += len(entries)
+def _first_pass(s: RunState, todo: list[tuple[Cell, int]] | None = None) -> None:
+    """Every (cell, repeat) of the plan once, in run order; the verdicts line after each comparison's last cell. With
+    --hours, a run that would end past the hours does not start, and after each the rest is re-planned."""
+    first = todo is None
+    groups = _in_groups(s.todo if todo is None else todo)
+    for k, entries in enumerate(groups):
+        if s.booked:
+            for cell, repeat in entries:
+                booking.before(s, s.booked, cell, repeat)
+        _run_entries(s, entries, s.progress.done + 1)
         for cell, repeat in entries:
             s.verdicts.after(cell, repeat)
+        if s.booked:   # the runs to come: this pass's, and after the first pass the companion cells
+            rest = [e for g in groups[k + 1:] for e in g] + (s.booked.late if first else [])
+            booking.after(s, s.booked, entries, rest)
+
+
+def _last_pass(s: RunState) -> None:
+    """With --hours: the companion cells, after the sequential repeats, then the runs recorded as skipped."""
+    if s.booked:
+        _first_pass(s, s.booked.late)
+        for entries in _in_groups(s.booked.tail):
+            _run_entries(s, entries, s.progress.done + 1)
+            for cell, repeat in entries:
+                s.verdicts.after(cell, repeat)
 
 
 def _more_rounds(s: RunState) -> None:
@@ -249,6 +278,10 @@ def _more_rounds(s: RunState) -> None:
         if not asked:
             return
         extra = s.verdicts.next_repeats(asked)
+        if s.booked:
+            extra = booking.rounds(s, s.booked, extra)
+            if not extra:
+                return
         s.meta["rounds"].append({"started_at": _now(), "requests": [r.to_dict() for r in asked],
                                  "runs": [[c.id, k] for c, k in extra]})
         s.store.write_meta(s.meta)

@@ -265,9 +265,31 @@ def collect(runs: list[Path]) -> dict[str, Any]:
             # An accelerator run's device memory: the CPU-side prediction beside the framework's and NVML's peaks
             "device_memory": memory_table(hosts, merged),
             # The banner at the top: where a run's configuration differs from its expected results' (configdiff)
-            "config_diff": {h["label"]: d for h in hosts if (d := configdiff.differences(h["meta"], h["env"]))}}
+            "config_diff": {h["label"]: d for h in hosts if (d := configdiff.differences(h["meta"], h["env"]))},
+            # A run planned to the hours booked (--hours, harness.estimate.fit): what it decided and left out, and why
+            "booking": {h["label"]: booking_summary(h["meta"]["booking"]) for h in hosts if h["meta"].get("booking")}}
     data["sections"] = sections(data)
     return data
+
+
+def booking_summary(b: dict[str, Any]) -> dict[str, Any]:
+    """run.json's `booking` as the report says it: the hours, the claims' lines, what was left out per reason, and
+    the re-plans' lines."""
+    from harness.claims.reads import Need
+    from harness.estimate.fit import claim_lines
+
+    def need(name: str) -> Need:
+        claim, _, subject = name.partition(" on ")
+        return Need(claim, subject, ())
+
+    left: dict[str, int] = {}
+    for why in (b.get("left") or {}).values():
+        left[why] = left.get(why, 0) + 1
+    return {"hours": b.get("hours"), "reserved": b.get("reserved") or [],
+            "claims": claim_lines([need(n) for n in b.get("decided") or []],
+                                  [(need(n), why) for n, why in b.get("undecided") or []]),
+            "left": sorted(left.items(), key=lambda kv: -kv[1]), "replans": b.get("replans") or [],
+            "repeats_left_out": len(b.get("repeats_left_out") or [])}
 
 
 def _efficiency_from_one_device(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -294,10 +316,9 @@ def share_of_peak(rows: list[dict[str, Any]], hosts: list[dict[str, Any]]) -> No
     AMP level alike: the PyTorch cell whose profiled pass counted one step under torch.utils.flop_counter (its fp32
     eager cell); a MindSpore cell takes that count, not one of its own, so both frameworks are held to the same work.
     Achieved = FLOPs per sample x the mean throughput of the epochs after the first (samples/s); share = achieved /
-    harness.profiling.peaks.peak(device, precision), None where no peak is known (a CPU, an Ascend 910B). None as
+    harness.devices.catalog.peak(device, precision), None where no peak is known (a CPU, an Ascend 910B). None as
     a whole where no count was made (no profiled PyTorch cell of the model in the group)."""
-    from harness.devices import catalog
-    from harness.profiling.peaks import peak, run_device
+    from harness.devices import catalog, query
 
     counted: dict[tuple[str, str], tuple[float, str]] = {}
     for r in rows:
@@ -312,9 +333,9 @@ def share_of_peak(rows: list[dict[str, Any]], hosts: list[dict[str, Any]]) -> No
         if not found or rate is None or (r["devices"] or 1) * (r["nodes"] or 1) != 1:
             continue
         fps, source = found
-        name = run_device(*platform.get(r["host"], (r.get("platform"), {})))
+        name = query.run_device(*platform.get(r["host"], (r.get("platform"), {})))
         precision = catalog.precision(r["amp"])
-        top = peak(name, precision)
+        top = catalog.peak(name, precision)
         achieved = fps * rate
         r["limit"] = {"flops_per_sample": fps, "counted_by": source, "flops_per_s": achieved, "device": name,
                       "precision": precision, "peak": top, "share": achieved / top if top else None,
