@@ -11,6 +11,8 @@
 # (harness/preflight): one table of what this host has against what the platform needs, ending with one
 # training step per framework on the device; exit 0 when every row passes or waits for --build, which builds
 # (.venv or the image) and stops. See ARTIFACT.md.
+# When this command began: the run counts the build and the downloads against the hours booked (--hours).
+export HARNESS_BOOKING_START="${HARNESS_BOOKING_START:-$(date +%s)}"
 set -Eeuo pipefail
 # Exit 2: a refusal, in one line; anything else that fails: one line and exit 3 (tools/unexpected.sh).
 . "$(dirname "${BASH_SOURCE[0]}")/tools/unexpected.sh"
@@ -21,7 +23,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 usage() {
   cat >&2 <<'USAGE'
 usage: ./reproduce.sh cpu|cuda|ascend [--quick|--accelerator|--target|--full|--companion|--profile NAME] [--image REF] [--build] [--container|--native]
-                      [--data-dir DIR] [--out DIR] [--resume] [--synthetic [DATASETS]] [--only GLOB[,GLOB]] [--repeats N] [--max-repeats M] [--dry-run]
+                      [--data-dir DIR] [--out DIR] [--resume] [--synthetic [DATASETS]] [--only GLOB[,GLOB]] [--repeats N] [--max-repeats M] [--hours H] [--apex build|skip] [--dry-run]
        ./reproduce.sh cpu|cuda|ascend --check [--image REF] [--container|--native]
        ./reproduce.sh cpu|cuda|ascend --build [--image REF] [--container]
 
@@ -58,6 +60,12 @@ usage: ./reproduce.sh cpu|cuda|ascend [--quick|--accelerator|--target|--full|--c
   --max-repeats M  a comparison whose verdict is not yet settled gets one more repeat of its cells at a time,
                    up to M (default: the profile's max_repeats in harness/config/matrix.toml: 2 for quick,
                    3 for target and accelerator)
+  --hours H        the hours booked on this host (a positive number, e.g. 8 or 2.5), passed to the run, which
+                   counts from when this command began, the build and the downloads included
+  --apex build|skip
+                   ascend only: build the image with Ascend's apex, the paper's O2 AMP path (build; fetch its
+                   sources first with tools/apex_sources.sh fetch), or without it (skip, the default; also
+                   $ASCEND_APEX). An image built with the other choice is built again
   --dry-run        print the commands (build, run, report) without running them
   --check          preflight, seconds to a minute: driver, device, container engine and toolkit, disk, image
                    against what the platform needs, then one training step per framework on the device; one
@@ -65,9 +73,11 @@ usage: ./reproduce.sh cpu|cuda|ascend [--quick|--accelerator|--target|--full|--c
                    row passes or waits for --build (a fresh host: no .venv or image yet)
 
 environment: CONTAINER_ENGINE (docker or podman; default: the first that answers), SHM_SIZE (default
-16g for cuda/ascend, 2g for cpu), HARNESS_NNODES/NODE_RANK/MASTER_ADDR/MASTER_PORT (several hosts),
-HARNESS_DATA_MIRROR (a base URL the datasets are downloaded from instead of their upstream hosts; passed into
-the fetch container too), PYTHON (the Python 3.11 that makes .venv on cpu, or runs --native).
+16g for cuda/ascend, 2g for cpu), ASCEND_APEX (build or skip, as --apex), HARNESS_BOOKING_START (when the
+booking began, in seconds since 1970, for --hours; default: when this command began),
+HARNESS_NNODES/NODE_RANK/MASTER_ADDR/MASTER_PORT (several hosts), HARNESS_DATA_MIRROR (a base URL the datasets
+are downloaded from instead of their upstream hosts; passed into the fetch container too), PYTHON (the Python
+3.11 that makes .venv on cpu, or runs --native).
 
 exit status: 0 done; 1 the run finished but a cell failed (the report says which), or its report could not be
 rendered; 2 refused, with one line saying why and what to do (the container engine's own failure included);
@@ -129,6 +139,8 @@ data_dir="${HARNESS_DATA_DIR:-$here/data}"
 synthetic=""
 only=""
 run_args=()
+apex=""          # ascend: the image's ASCEND_APEX build argument, when chosen (--apex or $ASCEND_APEX)
+apex_from=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) profile=quick ;;
@@ -152,6 +164,12 @@ while [ $# -gt 0 ]; do
     --repeats|--max-repeats)
       [ $# -ge 2 ] && [[ "$2" =~ ^[1-9][0-9]*$ ]] || die "$1 needs a whole number of repeats, 1 or more (e.g. $1 3)"
       run_args+=("$1" "$2"); shift ;;
+    --hours)
+      # a positive number of hours: digits with at most one decimal point, and not zero
+      [ $# -ge 2 ] && [[ "$2" =~ ^([0-9]+\.?[0-9]*|\.[0-9]+)$ ]] && [[ "$2" =~ [1-9] ]] \
+        || die "--hours needs the hours booked, a positive number (e.g. --hours 8 or --hours 2.5)"
+      run_args+=(--hours "$2"); shift ;;
+    --apex) [ $# -ge 2 ] || die "--apex needs build or skip (e.g. --apex build)"; apex="$2"; apex_from="--apex"; shift ;;
     --dry-run) dry=1 ;;
     --check) check=1 ;;
     -h|--help) usage; exit 0 ;;
@@ -159,6 +177,19 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
+
+# --apex (or $ASCEND_APEX): Ascend's apex in the Ascend image (Dockerfile.ascend's ASCEND_APEX), or not.
+if [ -n "$apex_from" ] && [ "$platform" != ascend ]; then
+  die "--apex is for the Ascend image only; drop it, or choose ascend"
+fi
+if [ -z "$apex_from" ] && [ "$platform" = ascend ] && [ -n "${ASCEND_APEX:-}" ]; then
+  apex="$ASCEND_APEX" apex_from=ASCEND_APEX
+fi
+case "$apex" in
+  ""|build|skip) ;;
+  *) [ "$apex_from" = --apex ] && said="--apex $apex" || said="ASCEND_APEX=$apex"
+     die "$said is not an apex choice; choose build (Ascend's apex, after tools/apex_sources.sh fetch) or skip" ;;
+esac
 
 # --check: the preflight (harness/preflight), under the host's python3 (standard library only; the training
 # steps run in .venv or the image). It ends, on a host without the device, with the line that says so.
@@ -181,8 +212,8 @@ fi
 if [ -z "$where" ]; then
   if [ "$platform" = cpu ] && [ -z "$image" ]; then where=native; else where=container; fi
 fi
-if [ "$where" = native ] && { [ -n "$image" ] || { [ "$build" = 1 ] && [ "$platform" != cpu ]; }; }; then
-  die "--native runs without a container; drop --image/--build, or drop --native"
+if [ "$where" = native ] && { [ -n "$image" ] || [ "$apex_from" = --apex ] || { [ "$build" = 1 ] && [ "$platform" != cpu ]; }; }; then
+  die "--native runs without a container; drop --image/--build/--apex, or drop --native"
 fi
 
 # --build builds what the run needs (.venv natively on cpu, else the image) and stops: what it will download, the
@@ -389,6 +420,17 @@ need_build="$build"
 if [ "$need_build" = 0 ] && ! "$engine" image inspect "$image" > /dev/null 2>&1; then
   need_build=1  # the images are not published: a missing one is built here
 fi
+# An apex choice the existing image was not built with (its label io.ms-pt-harness.apex begins with the choice): the
+# image is built again with it.
+if [ "$need_build" = 0 ] && [ -n "$apex" ]; then
+  had="$("$engine" image inspect --format '{{ index .Config.Labels "io.ms-pt-harness.apex" }}' "$image" 2> /dev/null \
+         || true)"
+  if [ "${had%%:*}" != "$apex" ]; then
+    was="with ASCEND_APEX=${had%%:*}"; [ -n "$had" ] || was="without an io.ms-pt-harness.apex label"
+    echo "reproduce.sh: $image was built $was; building it again with ASCEND_APEX=$apex" >&2
+    need_build=1
+  fi
+fi
 lock="$here/requirements/$platform.txt"
 arch="$(uname -m)"
 if [ "$need_build" = 1 ] && grep -q -e '^# LOCK-INCOMPLETE:' -e "^# LOCK-INCOMPLETE-ARCH $arch:" "$lock"; then
@@ -410,6 +452,7 @@ build_cmd=("$engine" build -f "$dockerfile" -t "$image" --build-arg "REVISION=$r
 # BASE_IMAGE: another base than the Dockerfile's (a registry mirror's copy of it, or a local one)
 [ -z "${BASE_IMAGE:-}" ] || build_cmd+=(--build-arg "BASE_IMAGE=$BASE_IMAGE")
 [ "$platform" != ascend ] || build_cmd+=(--build-arg "ASCEND_CHIP=$chip")
+[ -z "$apex" ] || build_cmd+=(--build-arg "ASCEND_APEX=$apex")
 build_cmd+=("$here")
 
 # --- container: run -----------------------------------------------------------------------------------
@@ -485,7 +528,8 @@ else
   fetch_cmd=("$engine" run "${common[@]}" "${mirror[@]}" -v "$data_dir:/data" "$image"
              fetch --profile "$profile" "${only_args[@]}" "${in_data[@]}")
 fi
-run_cmd=("$engine" run "${common[@]}" "${mounts[@]}" -e "HARNESS_COMMAND=$HARNESS_COMMAND" "$image"
+run_cmd=("$engine" run "${common[@]}" "${mounts[@]}" -e "HARNESS_COMMAND=$HARNESS_COMMAND"
+         -e "HARNESS_BOOKING_START=$HARNESS_BOOKING_START" "$image"
          run --platform "$platform" --profile "$profile" --out /results "${in_data[@]}" "${run_args[@]}")
 report_cmd=("$engine" run "${common[@]}" -v "$out:/results" "$image" report /results)
 

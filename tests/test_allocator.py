@@ -47,9 +47,17 @@ def test_operator_cells_on_cpu_give_mindspore_the_allocator_pytorchs_cells_have(
 
 def test_jemalloc_keeps_large_buffers_as_pytorchs_launcher_configures_it(libs, monkeypatch):
     """jemalloc's defaults hand every free of over 8 MiB back to the kernel (measured: ResNet50 at 0.74 of the plain
-    loop); PyTorch's launcher sets MALLOC_CONF whenever it preloads jemalloc: the same string, read from the wheel."""
+    loop); PyTorch's launcher sets MALLOC_CONF whenever it preloads jemalloc: the same string, as the wheel's launcher
+    sets it."""
     run_cpu = pytest.importorskip("torch.backends.xeon.run_cpu")
-    assert f'"{allocator.JEMALLOC_CONF}"' in open(run_cpu.__file__).read()
+    with monkeypatch.context() as m:   # the launcher preloading jemalloc (one named in LD_PRELOAD: no library search)
+        m.setenv("LD_PRELOAD", str(libs / "libjemalloc.so"))
+        m.setenv("MALLOC_CONF", "")
+        m.delenv("MALLOC_CONF")   # unset, and unset again after the block: the launcher writes os.environ itself
+        launcher = run_cpu._Launcher.__new__(run_cpu._Launcher)   # its __init__ reads the CPUs: not needed here
+        launcher.set_memory_allocator(enable_tcmalloc=False, enable_jemalloc=True)
+        assert os.environ["MALLOC_CONF"] == allocator.JEMALLOC_CONF
+    assert "MALLOC_CONF" not in os.environ and "LD_PRELOAD" not in os.environ
     (libs / "libjemalloc.so.2").write_bytes(b"")
     monkeypatch.setenv("HARNESS_ALLOCATOR", "jemalloc")
     assert allocator.choose("pytorch")[1]["MALLOC_CONF"] == allocator.JEMALLOC_CONF

@@ -14,7 +14,6 @@ from harness.docs import accelerator, render
 from harness.estimate import booking
 from harness.estimate import runtime as estimate
 from harness.launch import progress
-from harness.profiling import peaks
 from harness.results import units
 from tests.conftest import REPO
 
@@ -57,7 +56,7 @@ def test_one_match_gives_a_names_memory_kind_peaks_and_bandwidth(name):
     # the modules that ask by name read the same row
     assert devicememory.table_gib(name) == ((float(catalog.CATALOG[size].gib), f"{size} as sold") if size else
                                             (None, f"{name} is not in the memory table"))
-    assert (peaks.peak(name, "fp16"), peaks.bandwidth(name), peaks.kind(name)) == (fp16, bandwidth, kind)
+    assert catalog.kind(name) == kind
 
 
 def test_the_table_is_one_table():
@@ -74,11 +73,13 @@ def test_the_table_is_one_table():
         assert (d.gib is None) == (not d.source), d.name
         assert d.sold is None or (d.gib is None and catalog.CATALOG[d.sold].gib), d.name
         assert catalog.match(d.name) is d and all(catalog.match(f) is d for f in d.names), d.name
-    assert peaks.PEAKS["H100 PCIe", "fp32"] == 51e12 and ("Ascend910B", "fp16") not in peaks.PEAKS
+    assert catalog.peak("H100 PCIe", "fp32") == 51e12 and catalog.peak("Ascend910B", "fp16") is None
 
 
 def test_the_bookings_and_the_docs_hosts_name_the_catalogs_devices():
     assert booking.BOOKINGS == {"V100": ("cuda", "Tesla V100-SXM2-32GB", 1),
+                                "V100-16": ("cuda", "V100-16", 1),
+                                "V100-32": ("cuda", "Tesla V100-SXM2-32GB", 1),
                                 "H100": ("cuda", "NVIDIA H100 80GB HBM3", 1), "H200": ("cuda", "NVIDIA H200", 1),
                                 "910x8": ("ascend", "Ascend910", 8)}
     for key, (platform, name, _) in booking.BOOKINGS.items():
@@ -108,7 +109,6 @@ def test_the_device_tools_are_read_in_one_module(tmp_path, monkeypatch):
     assert query.npu_chip((fixtures / "910b3_info.txt").read_text()) == "Ascend910B"
     assert query.npu_chip((fixtures / "910prob_info.txt").read_text()) == "Ascend910"
     assert query.npu_chip((fixtures / "310p3_info.txt").read_text()) is None
-    assert peaks.device_name is query.device_name and peaks.run_device is query.run_device
     # Fake tools on PATH: what each query makes of their output.
     bin_ = tmp_path / "bin"
     bin_.mkdir()

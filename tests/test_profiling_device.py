@@ -8,7 +8,8 @@ import types
 import pytest
 
 from harness import profiling
-from harness.profiling import device, peaks
+from harness.devices import catalog
+from harness.profiling import device
 
 
 @pytest.mark.parametrize("name, category", [
@@ -108,12 +109,12 @@ def test_resnet50s_training_step_is_7_78_gflop_an_image():
 
 
 def test_peaks_by_device_and_precision():
-    assert peaks.peak("NVIDIA H200", "fp32") == 67e12 and peaks.peak("NVIDIA H200", "fp16") == 989e12
-    assert peaks.peak("NVIDIA H100 PCIe", "fp32") == 51e12 and peaks.peak("NVIDIA H100 80GB HBM3", "bf16") == 989e12
-    assert peaks.peak("Tesla V100-SXM2-16GB", "fp16") == 125e12
-    assert peaks.peak("NVIDIA A100-SXM4-40GB", "fp32") == 19.5e12
-    assert peaks.peak("Ascend910", "fp16") == 256e12
-    assert peaks.peak("Ascend910B", "fp16") is None and peaks.peak(None, "fp32") is None
+    assert catalog.peak("NVIDIA H200", "fp32") == 67e12 and catalog.peak("NVIDIA H200", "fp16") == 989e12
+    assert catalog.peak("NVIDIA H100 PCIe", "fp32") == 51e12 and catalog.peak("NVIDIA H100 80GB HBM3", "bf16") == 989e12
+    assert catalog.peak("Tesla V100-SXM2-16GB", "fp16") == 125e12
+    assert catalog.peak("NVIDIA A100-SXM4-40GB", "fp32") == 19.5e12
+    assert catalog.peak("Ascend910", "fp16") == 256e12
+    assert catalog.peak("Ascend910B", "fp16") is None and catalog.peak(None, "fp32") is None
 
 
 def test_the_sentence_says_how_busy_the_device_was():

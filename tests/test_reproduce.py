@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import REPO, copy_reproduce, fake_engine, one_line_error
+from tests.helpers import REPO, ascend_dry_run, copy_reproduce, fake_engine, one_line_error
 from tests.helpers import checkout_without_venv as _checkout_without_venv
 from tests.helpers import engine_calls as calls
 from tests.helpers import path_without_engines as _path_with_python
@@ -522,3 +522,121 @@ def test_a_question_python_cannot_answer_is_an_unexpected_failure_after_its_outp
     assert re.fullmatch(r"reproduce\.sh: unexpected failure at line \d+: return \"\$rc\" \(exit 1\); report it, with "
                         rf"the command line \(\./reproduce\.sh cuda --dry-run --out {re.escape(str(out))}\) and the "
                         r"output above", last), last
+
+
+# --- the Ascend image's apex choice, and the hours booked -------------------------------------------------------------
+
+
+def _build_args(proc) -> dict[str, str]:
+    build = shlex.split(next(line for line in proc.stdout.splitlines() if " build -f " in line))
+    return dict(build[i + 1].split("=", 1) for i, a in enumerate(build) if a == "--build-arg")
+
+
+@pytest.mark.parametrize("given, env, passed", [
+    ([], {}, None),                                   # the Dockerfile's default (skip), unnamed
+    (["--apex", "build"], {}, "build"),
+    (["--apex", "skip"], {}, "skip"),
+    ([], {"ASCEND_APEX": "build"}, "build"),
+    (["--apex", "skip"], {"ASCEND_APEX": "build"}, "skip"),   # the option over the environment
+])
+def test_the_apex_choice_reaches_the_ascend_image_build(tmp_path, given, env, passed):
+    proc = ascend_dry_run(tmp_path, "910b3_info.txt", *given, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert _build_args(proc).get("ASCEND_APEX") == passed
+
+
+@pytest.mark.parametrize("given, env, said", [
+    (["--apex", "wheel"], {}, "--apex wheel is not an apex choice"),
+    ([], {"ASCEND_APEX": "Build"}, "ASCEND_APEX=Build is not an apex choice"),
+])
+def test_a_bad_apex_choice_is_one_line(tmp_path, given, env, said):
+    proc = ascend_dry_run(tmp_path, "910b3_info.txt", *given, env=env)
+    assert proc.returncode == 2
+    assert one_line_error(proc) == (f"reproduce.sh: {said}; choose build (Ascend's apex, after tools/apex_sources.sh "
+                                    "fetch) or skip")
+    assert not calls(tmp_path)
+
+
+@pytest.mark.parametrize("platform, extra, said", [
+    ("cpu", [], "--apex is for the Ascend image only; drop it, or choose ascend"),
+    ("cuda", [], "--apex is for the Ascend image only; drop it, or choose ascend"),
+    ("ascend", ["--native"], "--native runs without a container; drop --image/--build/--apex, or drop --native"),
+])
+def test_apex_where_no_ascend_image_is_built_is_refused(tmp_path, platform, extra, said):
+    proc = run(tmp_path, platform, "--dry-run", "--out", tmp_path / "o", "--apex", "build", *extra)
+    assert proc.returncode == 2 and one_line_error(proc) == f"reproduce.sh: {said}"
+
+
+def test_an_image_built_without_the_chosen_apex_is_built_again(tmp_path):
+    """The image's label io.ms-pt-harness.apex says which choice built it (the stand-in engine's image has none)."""
+    dev = tmp_path / "dev"
+    dev.mkdir()
+    (dev / "davinci0").touch()
+    bin_dir = fake_engine(tmp_path, "docker", has_image=True)
+    path = f"{bin_dir}:{_path_without_engines(tmp_path)}"
+    kept = run(tmp_path, "ascend", "--dry-run", "--out", tmp_path / "o", dev=dev, path=path, env={"ASCEND_CHIP": "910"})
+    assert kept.returncode == 0 and " build -f " not in kept.stdout, kept.stderr   # no choice: the image is kept
+    again = run(tmp_path, "ascend", "--dry-run", "--apex", "build", "--out", tmp_path / "o", dev=dev, path=path,
+                env={"ASCEND_CHIP": "910"})
+    assert again.returncode == 0, again.stderr
+    assert _build_args(again)["ASCEND_APEX"] == "build"
+    assert ("reproduce.sh: ms-pt-harness:ascend-910 was built without an io.ms-pt-harness.apex label; building it "
+            "again with ASCEND_APEX=build") in again.stderr
+
+
+def test_the_help_names_the_apex_choice_and_the_hours():
+    help_text = " ".join(subprocess.run(["bash", str(SCRIPT), "--help"], capture_output=True, text=True).stderr.split())
+    assert "--apex build|skip ascend only:" in help_text and "ASCEND_APEX (build or skip, as --apex)" in help_text
+    assert "--hours H the hours booked on this host (a positive number" in help_text
+    assert "HARNESS_BOOKING_START (when the booking began" in help_text
+    with_build_arg = (REPO / "Dockerfile.ascend").read_text()
+    assert "ARG ASCEND_APEX=skip" in with_build_arg and '"$ASCEND_APEX" != build' in with_build_arg
+
+
+def test_hours_are_passed_to_the_native_run(tmp_path):
+    proc = run(tmp_path, "cpu", "--dry-run", "--hours", "2.5", "--out", tmp_path / "o")
+    assert proc.returncode == 0, proc.stderr
+    argv = shlex.split(next(ln for ln in proc.stdout.splitlines() if " -m harness run " in ln))
+    assert argv[argv.index("--hours") + 1] == "2.5"
+    assert "--hours" not in next(ln for ln in proc.stdout.splitlines() if " -m harness report " in ln)
+
+
+@pytest.mark.parametrize("start", [None, "1700000000"])
+def test_hours_and_the_booking_start_reach_the_container_run(tmp_path, start):
+    bin_dir = fake_engine(tmp_path, "docker")
+    env = {} if start is None else {"HARNESS_BOOKING_START": start}
+    before = int(subprocess.run(["date", "+%s"], capture_output=True, text=True).stdout)
+    proc = run(tmp_path, "cpu", "--container", "--dry-run", "--hours", "8", "--out", tmp_path / "o",
+               path=f"{bin_dir}:{_path_without_engines(tmp_path)}", env=env)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    run_line = next(ln for ln in lines if "--platform cpu" in ln)
+    argv = shlex.split(run_line)
+    assert argv[argv.index("ms-pt-harness:cpu") + 1:][:3] == ["run", "--platform", "cpu"]
+    assert argv[argv.index("--hours") + 1] == "8"
+    booked = [a.split("=", 1)[1] for a in argv if a.startswith("HARNESS_BOOKING_START=")]
+    assert len(booked) == 1 and argv[argv.index(f"HARNESS_BOOKING_START={booked[0]}") - 1] == "-e"
+    if start is None:   # when the command began
+        assert before <= int(booked[0]) <= before + 60
+    else:
+        assert booked == [start]
+    others = [ln for ln in lines if ln is not run_line]
+    assert not any("HARNESS_BOOKING_START" in ln or "--hours" in ln for ln in others)
+
+
+@pytest.mark.parametrize("hours", ["0", "0.0", "-1", "abc", "1e3", "2h", "1.2.3", "."])
+def test_hours_that_are_not_a_positive_number_are_one_line(tmp_path, hours):
+    proc = run(tmp_path, "cpu", "--dry-run", "--hours", hours, "--out", tmp_path / "o")
+    assert proc.returncode == 2
+    assert one_line_error(proc) == ("reproduce.sh: --hours needs the hours booked, a positive number (e.g. --hours 8 "
+                                    "or --hours 2.5)")
+
+
+def test_hours_without_a_value_is_one_line(tmp_path):
+    assert "--hours needs the hours booked" in one_line_error(run(tmp_path, "cpu", "--dry-run", "--hours"))
+
+
+def test_ascend_apex_in_the_environment_leaves_a_native_run_alone(tmp_path):
+    proc = run(tmp_path, "ascend", "--native", "--dry-run", "--out", tmp_path / "o", env={"ASCEND_APEX": "build"})
+    assert proc.returncode == 0, proc.stderr
+    assert " -m harness run --platform ascend " in proc.stdout and "ASCEND_APEX" not in proc.stdout

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.profiling import peaks
+from harness.devices import query
 from harness.report import build as report
 
 FIXTURE = Path(__file__).parent / "fixtures" / "h200_two_profiles" / "gpuprobe"
@@ -136,11 +136,11 @@ def test_a_run_without_a_count_shows_dashes_and_loses_nothing(tmp_path):
 
 
 def test_the_device_is_read_from_the_runs_environment():
-    assert peaks.run_device("cuda", {"frameworks": {"torch": {"gpus": ["NVIDIA H200"]}}}) == "NVIDIA H200"
-    assert peaks.run_device("cuda", {"nvidia": {"gpus": [{"name": "Tesla V100"}]}}) == "Tesla V100"
-    assert peaks.run_device("ascend", {"ascend": {"npu_smi_info": "| 0  910B3 | OK |"}}) == "Ascend910B"
-    assert peaks.run_device("ascend", {"ascend": {"npu_smi_info": "| 0  910A | OK |"}}) == "Ascend910"
-    assert peaks.run_device("cpu", {"cpu": {"model": "x"}}) is None
+    assert query.run_device("cuda", {"frameworks": {"torch": {"gpus": ["NVIDIA H200"]}}}) == "NVIDIA H200"
+    assert query.run_device("cuda", {"nvidia": {"gpus": [{"name": "Tesla V100"}]}}) == "Tesla V100"
+    assert query.run_device("ascend", {"ascend": {"npu_smi_info": "| 0  910B3 | OK |"}}) == "Ascend910B"
+    assert query.run_device("ascend", {"ascend": {"npu_smi_info": "| 0  910A | OK |"}}) == "Ascend910"
+    assert query.run_device("cpu", {"cpu": {"model": "x"}}) is None
 
 
 def _tiny():

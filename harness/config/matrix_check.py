@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.config.cell import PLATFORMS
-from harness.config.spec import InferenceSpec, ModelSpec, OperatorSpec, PassesSpec, ProfileSettings
+from harness.config.spec import SHAPE_KEYS, InferenceSpec, ModelSpec, OperatorSpec, PassesSpec, ProfileSettings
 from harness.errors import HarnessError
 
 
@@ -163,8 +163,6 @@ class _Checker:
             self.keys(f"{where} profile.{prof}", over, profile_allowed)
 
     def operator(self, name: str, o: Any) -> None:
-        from harness.scenarios.operator.ops import SHAPE_KEYS
-
         where = f"[operators.{name}]"
         self.keys(where, o, OPERATOR_KEYS)
         self.one_of(where[1:-1], name, SHAPE_KEYS, "harness/scenarios/operator/ implements these")

@@ -77,6 +77,12 @@ class ModelSpec(ProfileSettings):
     title: str | None = None
 
 
+# The operators harness/scenarios/operator/ implements, with the keys of their shapes (a matrix sweep names every one).
+SHAPE_KEYS = {"conv2d": ("batch", "in_channels", "out_channels", "size"),
+              "linear": ("batch", "in_features", "out_features"),
+              "batchnorm2d": ("batch", "channels", "size")}
+
+
 @dataclass(frozen=True, kw_only=True)
 class OperatorSpec(_Spec):
     """One configuration of an operator sweep ([operators.NAME]): a shape of the sweep at a dtype and direction."""

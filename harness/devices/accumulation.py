@@ -7,12 +7,12 @@ harness/models/_pytorch.py accumulate and _mindspore.py Accumulating)."""
 
 from __future__ import annotations
 
+import importlib
 import os
 from typing import Any
 
 from harness import contracts
 from harness.errors import HarnessError
-from harness.models import model_package
 
 FORCE = "HARNESS_ACCUMULATION_STEPS"   # =k: every accumulating model's cells in k micro-batches, whatever the memory
 
@@ -29,8 +29,9 @@ def forced_steps() -> int | None:
 
 
 def refusal(model: str) -> str | None:
-    """Why the model's training step cannot take its batch in micro-batches (its NO_ACCUMULATION), or None."""
-    package = model_package(model)
+    """Why the model's training step cannot take its batch in micro-batches (its NO_ACCUMULATION), or None. The model
+    package is a plug-in, loaded by its name as harness.models.model_package loads it (it imports no framework)."""
+    package = importlib.import_module(f"harness.models.{model}")
     if isinstance(package, contracts.AccumulatingModel):
         return None
     if isinstance(package, contracts.NoAccumulationModel):

@@ -1,6 +1,6 @@
 """The accelerators the harness knows, one row each: how a name is matched to it, its memory as sold, its dense peak
 FLOP/s per precision and its memory bandwidth. Everything that asks about a device by name reads this table: the
-memory rule (harness.devices.memory), the share of peak (harness.profiling.peaks, the operator cells), the estimate's
+memory rule (harness.devices.memory), the share of peak (the report and the operator cells), the estimate's
 device factor and bookings (harness.estimate), and the docs' tables (harness.docs).
 
     match(name)            -> the row a name is of (a row's key, or a name as nvidia-smi, npu-smi or a booking gives

@@ -36,21 +36,22 @@ BOOKED = (8, 24)
 
 
 def booking_fits(gpu: Sequence[Run], m) -> str:
-    """Per host and hours booked, what `--hours` plans at the estimate's upper bound: the runs that fit, what each
-    claim decides, and what it does not, with why (harness.estimate.booking.hours)."""
-    rows = ["| host | `--hours` | runs that fit (their upper bound) | parts decided, per claim | not decided, and why "
-            "| cells left out |", "|---|---|---|---|---|---|"]
+    """Per host, what `--hours 8` and `--hours 24` plan at the estimate's upper bound: the runs that fit, what is not
+    decided and why (every other part of every claim is), and the cells left out (harness.estimate.booking.hours)."""
+    rows = ["| host | " + " | ".join(f"`--hours {h}`: the runs that fit; what is not decided, and why" for h in BOOKED)
+            + " |", "|---|" + "---|" * len(BOOKED)]
     for who, name in FITS:
         platform, device, devices = booking.BOOKINGS[name]
         folders, _ = estimate.references(platform, "accelerator", gpu[0].path.parent)
         memory = devicememory.table_gib(device)
         p = booking.project(m, "accelerator", platform, run=folders, device=device, devices=devices, memory=memory)
+        cols = []
         for h in BOOKED:
             f = booking.hours(p, m, "accelerator", h)
-            yes, no = f.short()
-            runs = len(f.first) + len(f.late)
-            rows.append(f"| {who} | {h} | {runs} of {p['runs'] - p['skipped']} ({duration(f.planned_s)}) | {yes} | "
-                        f"{no} | {len(f.left) or 'none'} |")
+            _, no = f.short()
+            cols.append(f"{len(f.first) + len(f.late)} of {p['runs'] - p['skipped']} ({duration(f.planned_s)}); "
+                        f"not decided: {no}" + (f"; {len(f.left)} cells left out" if f.left else ""))
+        rows.append(f"| {who} | " + " | ".join(cols) + " |")
     return "\n".join(rows)
 
 
@@ -89,28 +90,14 @@ def accelerator_estimates(runs: Sequence[Run]) -> str:
     dates = sorted({r.date() for r in gpu})
     return "\n".join(rows) + (
         f"\n\nFrom the step times of the committed runs {', '.join(f'`docs/runs/{r.name}`' for r in gpu)} "
-        f"({', '.join(hosts)}, PyTorch only, {', '.join(dates)}; `python -m harness estimate [--device NAME] "
-        f"[--devices N]`). Each planned cell takes the parts of a measured one: its first epoch's extra time, its "
-        f"seconds per sample after the first epoch, its evaluation and its process's fixed costs, at the cell's own "
-        f"samples, epochs and devices (`harness/estimate/stepmodel.py`); a cell that trains to its target at most its "
-        f"planned epochs; the operator cells at the CPU run's times (their time is process start and a fixed timing "
-        f"budget). MindSpore did not run on that GPU: its cells take PyTorch's times with their training steps "
-        f"multiplied by MindSpore's steady seconds per sample over PyTorch eager's in the committed CPU runs "
-        f"({', '.join(f'`docs/runs/{r.name}` of {r.date()}' for r in runs if r.name in ratios.runs())}; per model, "
-        f"and per mode and AMP level where "
-        f"measured: {ms}; `harness/estimate/frameworkratio.py`), a weak proxy, since a CPU's step is the framework's host code "  # noqa: E501
-        f"and CPU kernels and a device's its device kernels. Another device: where both it and the H200 have a "
-        f"committed measurement of the same reference loops at these sizes (`docs/at-best/reference_gap-*.json`, one "
-        f"round each: the H100), the whole step scales by their measured ratio for the model and precision; else by "
-        f"the stated rule, the slower of the two devices' dense-peak ratio at the cell's precision (fp16's for the "
-        f"Ascend 910, which publishes no FP32 figure) and their memory-bandwidth ratio (vendor figures; none "
-        f"published for the 910), on the device's part of a step only, since a host-bound step does not slow down "
-        f"with the device (`harness/estimate/devicescale.py`). Real CIFAR-10 (50,000 images) is assumed. The range runs from "  # noqa: E501
-        f"the planned repeats with MindSpore at each model's smallest CPU ratio to every cell a comparison rests on "
-        f"at the profile's max_repeats with MindSpore at the largest; the cells a device cannot hold (predicted on "
-        f"the CPU, [docs/methodology/device-memory.md](docs/methodology/device-memory.md)) are left out, as the run "
-        f"skips them. Not in the figures: the image build, the downloads and, on an H100, MindSpore's first-run PTX "
-        f"compilation (`harness estimate` prints each). **Estimates, not measurements.**"
+        f"({', '.join(hosts)}, PyTorch only, {', '.join(dates)}): each cell at its own samples, epochs and devices "
+        f"from the nearest measured cell; MindSpore's cells at PyTorch's times with their training steps multiplied by "
+        f"its CPU ratio to PyTorch ({', '.join(f'`docs/runs/{r.name}`' for r in runs if r.name in ratios.runs())}: "
+        f"{ms}), a weak proxy for a device's; another device scaled by the two devices' measured ratio where both have "
+        f"one (the H100), else by datasheet ratios; real CIFAR-10 assumed; the cells a device cannot hold left out. "
+        f"How, and the range: [docs/methodology/estimate.md](docs/methodology/estimate.md). Not in the figures: the "
+        f"image build, the downloads and, on an H100, MindSpore's first-run PTX compilation (`harness estimate` prints "
+        f"each). **Estimates, not measurements.**"
         f"\n\n**Fitting a booking.** `--hours H` (`./reproduce.sh cuda --hours 8`, `harness run`, `harness estimate "
         f"--device V100-16 --hours 8`) plans the run to the hours booked, at the estimate's upper bound: every claim's "
         f"parts at the repeats their intervals need, the cheapest part first, then the paper's tables' other cells, "

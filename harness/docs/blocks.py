@@ -26,10 +26,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.docs import accelerator as docs_accelerator
+from harness.docs import estimate as docs_estimate
 from harness.docs import facts as docs_facts
 from harness.docs import gpu as docs_gpu
 from harness.docs import memory as docs_memory
 from harness.docs import render as docs_render
+from harness.docs import start as docs_start
 from harness.docs.render import Run
 from harness.errors import HarnessError
 from harness.host import allocator_effect
@@ -41,6 +43,7 @@ GPU = ("cuda-gpuprobe", "cuda-gpuprobe-compile", "cuda-quick")   # the H200's ru
 FIX = "python -m harness docs --write"
 ALL = (QUICK, TARGET, *GPU)   # every committed run: what ran where
 MEMORY = "docs/methodology/device-memory.md"
+ALLOCATOR = tuple(f"allocator/{c}-{i}" for c in ("tcmalloc", "no-tcmalloc") for i in (1, 2, 3))   # one Intel Xeon host
 
 
 @dataclass(frozen=True)
@@ -92,6 +95,14 @@ BLOCKS = (
     Block("docs/methodology/allocator.md", "allocator-effect",
           (QUICK, *(f"allocator/{c}-{i}" for c in ("tcmalloc", "no-tcmalloc") for i in (1, 2, 3))),
           allocator_effect.table),
+    # A start block per reviewer's host, and the verdicts per CPU family the committed quick runs reached
+    # (harness.docs.start): the committed runs, host.toml, the preflight's lines and memory rule, the predictions.
+    Block("ARTIFACT.md", "start-cpu", (QUICK, TARGET, *ALLOCATOR), docs_start.start_cpu),
+    Block("ARTIFACT.md", "start-gpu", (QUICK, *GPU), docs_start.start_gpu),
+    Block("ARTIFACT.md", "start-ascend", (QUICK, *GPU), docs_start.start_ascend),
+    Block("ARTIFACT.md", "cpu-families", (QUICK, *ALLOCATOR), docs_start.cpu_families),
+    Block("README.md", "host-memory", (QUICK,), docs_start.host_memory_line),
+    Block("docs/methodology/estimate.md", "held-out", (QUICK, TARGET), docs_estimate.held_out),
 )
 
 

@@ -18,10 +18,11 @@ from typing import Any
 
 from harness.config import matrix
 from harness.config.cell import PLATFORMS
-from harness.docs.render import Run, duration
+from harness.docs.render import Run
 from harness.errors import HarnessError
 from harness.launch import sequential
 from harness.paths import RUNS
+from harness.results.units import duration
 
 AT_BEST = "at-best"   # docs/at-best, beside docs/runs
 # reference_gap-h200-2026-11-26.json: the final figures of a device and day; a file with more in its name

@@ -154,9 +154,10 @@ def projection_lines(proj: dict[str, Any], run: Path | Sequence[Path]) -> list[s
     out = [f"{proj['device']} x {proj['devices']}: about {duration(proj['total_s'])} for {proj['runs']} runs "
            f"({proj['skipped']} skipped there" + (f"; {lost} unknown, not in the total or its range" if lost else "")
            + f"), from {shown} ({proj['reference_device']})",
-           f"    range: {duration(proj['low_s'])} to {duration(proj['upper_s'])}: from the planned repeats, a cell "
-           f"that stops at its target at its first evaluation where no measured cell says when it reaches it"
+           f"    range: {duration(proj['low_s'])} to {duration(proj['upper_s'])}: from the planned repeats"
            + (" with MindSpore at each model's smallest CPU ratio" if priced else "")
+           + " and a cell that stops at its target at its first evaluation where no measured cell says when it "
+             "reaches it"
            + f", up to every comparison's repeats at the profile's max_repeats ({proj['cap']})"
            + (" with MindSpore at the largest" if priced else "")]
     unknown = proj.get("unknown", {})

@@ -276,7 +276,7 @@ class Clock:
         live = [(c, r) for c, r in rest if c.id not in self.dropped]
         need = sum(self.price(c, r) for c, r in live)
         left = self.left_s()
-        if need <= left:
+        if not live or need <= left:
             return [], None
         by_cell: dict[str, float] = {}
         for c, r in live:

@@ -80,6 +80,25 @@ class Donor:
     pass_s: float = 0.0       # its profiled pass (in fixed_s too), where it had one
     profiled_step_s: float | None = None   # a step under the profiler
     autotuned: bool = False   # cuDNN's autotuning ran in its first epoch (settings["cudnn.benchmark"])
+    periods: int = 1          # evaluations per epoch (its spec's evals_per_epoch): each recorded "epoch" is one period
+    eval_n: int | None = None  # the samples each evaluation read (its spec's val_samples or eval_samples), where set
+    shapes: int = 1           # the batch shapes it trained on (length buckets), each a graph to compile
+
+
+def evals(spec: dict[str, Any] | ModelSpec | None) -> int | None:
+    """The samples one evaluation reads: val_samples, else eval_samples; None where neither is set (the whole split)."""
+    get = spec.get if isinstance(spec, dict) else (lambda k: getattr(spec, k, None))
+    return get("val_samples") or get("eval_samples") or None
+
+
+def shapes(hparams: Any) -> int:
+    """The batch shapes a model trains on: one per length bucket below its max_len, and max_len's (hparam `buckets`,
+    the GRU's); 1 without buckets. A graph-mode framework compiles one graph per shape, so the first epoch's extra
+    time scales with it."""
+    hp = dict(hparams or {})
+    widths = [int(w) for w in hp.get("buckets") or []]
+    top = hp.get("max_len")
+    return len({w for w in widths if top is None or w < int(top)}) + 1
 
 
 def _pass(r: dict[str, Any]) -> tuple[float, float | None]:
@@ -103,7 +122,7 @@ def _busy(r: dict[str, Any]) -> float | None:
     return float(share) if isinstance(share, int | float) and 0 < share <= 1 else None
 
 
-def _donor(r: dict[str, Any], device: str | None) -> Donor | None:
+def _donor(r: dict[str, Any], device: str | None, spec: dict[str, Any] | None = None) -> Donor | None:
     epochs = [e for e in r.get("epochs") or [] if e.get("train_s") and e.get("samples")]
     elapsed = turns.own_seconds(r)   # an operator cell timed by turns: its share of its group's time
     ok = r.get("status") == "ok"
@@ -118,6 +137,7 @@ def _donor(r: dict[str, Any], device: str | None) -> Donor | None:
     later = epochs[1:]
     per_sample = (sum(e["train_s"] for e in later) / sum(e["samples"] for e in later) if later
                   else epochs[0]["train_s"] / epochs[0]["samples"])
+    sp = ((spec or {}).get("cell") or {}).get("spec") or {}   # what the child was asked (r<k>.spec.json)
     return Donor(r["cell"], r.get("model"), r.get("framework") or "", r.get("mode") or "", r.get("amp") or "off",
                  r.get("kind") or "", elapsed, max(elapsed - wall, 0.0),
                  max(epochs[0]["train_s"] - epochs[0]["samples"] * per_sample, 0.0), per_sample,
@@ -125,7 +145,8 @@ def _donor(r: dict[str, Any], device: str | None) -> Donor | None:
                  r.get("time_to_target_s") is not None and r.get("best_metric") is not None
                  and r.get("target") is not None and r["best_metric"] >= r["target"],
                  r.get("devices") or 1, device, _busy(r) or 1.0, ok, r.get("epochs_planned"), pass_s, profiled_step,
-                 bool((r.get("settings") or {}).get("cudnn.benchmark")))
+                 bool((r.get("settings") or {}).get("cudnn.benchmark")), int(sp.get("evals_per_epoch") or 1),
+                 evals(sp), shapes(sp.get("hparams")))
 
 
 def donors(run: Path | Sequence[Path]) -> dict[str, Donor]:
@@ -141,7 +162,7 @@ def donors(run: Path | Sequence[Path]) -> dict[str, Donor]:
     results = store.results()
     by_cell: dict[str, list[Donor]] = {}
     for r in results:
-        d = _donor(r, device)
+        d = _donor(r, device, store.read_spec(r["cell"], r.get("repeat", 0)) if r.get("epochs") else None)
         if d is not None:
             by_cell.setdefault(d.cell, []).append(d)
     out = {}
@@ -192,7 +213,7 @@ def planned_samples(cell: Cell, donor: Donor, synthetic: bool, donor_synthetic: 
     if spec.train_samples:
         want = spec.train_samples if split is None else min(spec.train_samples, split)
     elif split is None or synthetic and donor_synthetic:
-        return donor.samples   # the same generated set's size, or a dataset whose split is not known
+        return donor.samples * donor.periods   # the same generated set's size, or a dataset whose split is not known
     else:
         want = split   # the whole real split (a donor of another profile may have trained on a slice of it)
     batch = int(spec.hparams.get("batch", 1)) * max(cell.devices, 1)
@@ -201,25 +222,28 @@ def planned_samples(cell: Cell, donor: Donor, synthetic: bool, donor_synthetic: 
 
 def seconds(cell: Cell, donor: Donor, factor: float = 1.0, *, synthetic: bool = False,
             donor_synthetic: bool = False, profiled: bool = False, on_device: bool = False, whole_step: bool = False,
-            framework_ratio: float = 1.0, least: bool = False) -> float:
+            framework_ratio: float = 1.0, least: bool = False, pass_default: float = 0.0) -> float:
     """The planned cell's estimated seconds from its donor (module docstring); `profiled`: this repeat runs the profiled
     pass (a single-device fp32 model cell's first repeat), `on_device`: on an accelerator (its pass is a window of a
     few steps, harness.profiling.DEVICE_STEPS); `whole_step`: the factor was measured for the whole step;
     `framework_ratio`: the training steps' factor for another framework than the donor's
     (harness.estimate.frameworkratio); `least`: a cell that stops at its target, where no measured cell says when it
-    reaches it, at its first evaluation (the range's low end) rather than at its planned epochs."""
+    reaches it, at its first evaluation (the range's low end) rather than at its planned epochs; `pass_default`: the
+    profiled pass's seconds where the donor ran none (a profile without it: the median pass of the pool's cells of the
+    framework, mostly the profiler's own start)."""
     spec = cell.spec
     if donor.samples == 0 or not isinstance(spec, ModelSpec):
         return donor.elapsed_s   # a cell timed by blocks of at least a fixed time: its time barely scales
     own = cell.id == donor.cell and donor.ok and factor == 1.0 and framework_ratio == 1.0 and \
         synthetic == donor_synthetic and spec.epochs and (
-        donor.epochs_run == spec.epochs or donor.reached_target and spec.stop_at_target)
+        donor.epochs_run == spec.epochs * donor.periods or donor.reached_target and spec.stop_at_target)
     if own and profiled and not on_device:
         return donor.elapsed_s
     samples = planned_samples(cell, donor, synthetic, donor_synthetic)
-    planned = int(spec.epochs or donor.epochs_run or 1)
+    ran = donor.epochs_run / donor.periods   # the donor's whole epochs (each recorded period an evaluation)
+    planned = int(spec.epochs or ran or 1)
     same = (cell.model == donor.model and synthetic == donor_synthetic and spec.stop_at_target)
-    epochs: float = min(donor.epochs_run, planned) if same and donor.reached_target else planned
+    epochs: float = min(ran, planned) if same and donor.reached_target else planned
     if least and spec.stop_at_target and not (same and donor.reached_target):
         # the least it can take: nothing measured says when it reaches its target, and it may at its first evaluation
         epochs = 1 / max(1, int(spec.evals_per_epoch or 1))
@@ -231,8 +255,14 @@ def seconds(cell: Cell, donor: Donor, factor: float = 1.0, *, synthetic: bool = 
     # A donor that autotuned where this cell will not (harness.frameworks.pytorch.autotune_pays): its first epoch's
     # extra time is taken as the autotuning (on the H200 not separated from lazy initialisation).
     first = 0.0 if donor.autotuned and not _autotunes(cell) else donor.first_s
-    return (donor.fixed_s - donor.pass_s + factor * first + train + factor * epochs * donor.eval_s
-            + (pass_seconds(cell, donor, on_device) if profiled else 0.0))
+    # a graph compiled per batch shape: the first epoch's extra time in proportion to the shapes
+    first *= shapes(spec.hparams) / max(donor.shapes, 1)
+    # an evaluation's time in proportion to the samples it reads, where both cells set them; as many as it evaluates
+    mine = evals(spec)
+    per_eval = donor.eval_s * (mine / donor.eval_n if mine and donor.eval_n else 1.0)
+    n_evals = epochs * max(1, int(spec.evals_per_epoch or 1))
+    return (donor.fixed_s - donor.pass_s + factor * first + train + factor * n_evals * per_eval
+            + ((pass_seconds(cell, donor, on_device) or pass_default) if profiled else 0.0))
 
 
 def _autotunes(cell: Cell) -> bool:
@@ -279,6 +309,8 @@ def plan(todo: Sequence[tuple[Cell, int]], pool: dict[str, Donor], *, here: str 
     accelerator, `ratio(cell, donor)`: the training steps' factor of a cell priced from another framework's donor.
     `per_cell`: a cell's seconds for a repeat after its first (the first adds its profiled pass)."""
     fake, ref_fake = set(synthetic), set(ref_synthetic)
+    passes_by_fw = {fw: median(d.pass_s for d in pool.values() if d.framework == fw and d.pass_s)
+                    for fw in {d.framework for d in pool.values() if d.pass_s}}
 
     def generated(dataset: str | None, names: set[str]) -> bool:
         return ALL in names or dataset in names
@@ -306,7 +338,8 @@ def plan(todo: Sequence[tuple[Cell, int]], pool: dict[str, Donor], *, here: str 
                     f = s.factor
                     kw = {"synthetic": generated(cell.dataset, fake), "whole_step": s.whole_step,
                           "donor_synthetic": generated(cell.dataset, ref_fake), "on_device": on_device,
-                          "framework_ratio": r, "least": least}
+                          "framework_ratio": r, "least": least,
+                          "pass_default": passes_by_fw.get(cell.framework, 0.0)}
                     per_cell[cell.id] = seconds(cell, donor, f, **kw)
                     passes = isinstance(cell.spec, ModelSpec) and profiling.runs_pass(cell, 0)
                     first[cell.id] = seconds(cell, donor, f, profiled=passes, **kw)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import Any
 
 from harness.claims import reads
 from harness.config.cell import Cell
@@ -25,8 +25,8 @@ from harness.host.plan import SKIP
 from harness.launch import turns
 from harness.results.units import duration
 
-if TYPE_CHECKING:
-    from harness.launch.runner import RunState
+# `s` below is the runner's RunState (harness.launch.runner), not imported: the runner imports this module.
+RunState = Any
 
 START = "HARNESS_BOOKING_START"
 
@@ -97,6 +97,7 @@ def before(s: RunState, b: Booked, cell: Cell, repeat: int) -> None:
     why = f"left out to fit {b.clock.fit.hours:g} h: its price would end past them"
     s.decisions[cell.id] = replace(d, action=SKIP, reason=why, by="hours")
     b.clock.fit.left[cell.id] = why
+    _unplan(s, b, {cell.id})
     s.log(f"{cell.id} r{repeat}: {why} ({duration(b.clock.price(cell, repeat))}, "
           f"{duration(max(b.clock.left_s(), 0))} left)")
 
@@ -110,6 +111,7 @@ def after(s: RunState, b: Booked, done: list[tuple[Cell, int]], rest: list[tuple
     dropped, line = b.clock.replan([(c, r) for c, r in rest if s.decisions[c.id].action != SKIP])
     for cid in dropped:
         s.decisions[cid] = replace(s.decisions[cid], action=SKIP, reason=b.clock.fit.left[cid], by="hours")
+    _unplan(s, b, set(dropped))
     if not line:
         return
     s.log(line)
@@ -117,6 +119,17 @@ def after(s: RunState, b: Booked, done: list[tuple[Cell, int]], rest: list[tuple
                              decided=[n.name for n in b.clock.fit.decided],
                              undecided=[[n.name, why] for n, why in b.clock.fit.undecided])
     s.store.write_meta(s.meta)
+
+
+def _unplan(s: RunState, b: Booked, cells: set[str]) -> None:
+    """The progress's estimate of what is left stops counting the runs left out (RunProgress.planned is in the order
+    of the plan's three passes)."""
+    planned = s.progress.planned
+    if not cells or planned is None:
+        return
+    for k, (c, _) in enumerate(s.todo + b.late + b.tail):
+        if c.id in cells and k >= s.progress.done and k < len(planned):
+            planned[k] = 0.0
 
 
 def rounds(s: RunState, b: Booked, extra: list[tuple[Cell, int]]) -> list[tuple[Cell, int]]:

@@ -38,6 +38,7 @@ from harness.config.cell import Cell
 from harness.config.matrix import Matrix
 from harness.config.spec import ModelSpec
 from harness.data import prepare_data, synthetic_datasets
+from harness.devices import query as devicequery
 from harness.errors import HarnessError
 from harness.estimate import runtime as estimate
 from harness.frameworks import backend as load_backend
@@ -47,7 +48,6 @@ from harness.launch import booking, faults, sequential, turns
 from harness.launch import process as launch
 from harness.launch.progress import EpochLines, RunProgress
 from harness.paths import REPO
-from harness.profiling import peaks
 from harness.results import arith, eventlog
 from harness.results.store import SCHEMA, RunStore, write_json_atomic
 from harness.scenarios.operator import ops as operators
@@ -99,10 +99,12 @@ def run(matrix: Matrix, profile: str, platform: str, out: Path, *, only: str | N
     planned = _estimate(s)
     if hours:
         order = list(s.todo)
-        s.booked = booking.plan(s, hours, t0, peaks.device_name(s.platform))
+        s.booked = booking.plan(s, hours, t0, devicequery.device_name(s.platform))
         if planned is not None:   # each run's estimate, in the plan's order
             by_run = {(c.id, r): sec for (c, r), sec in zip(order, planned, strict=True)}
-            planned = [by_run[c.id, r] for c, r in s.todo + s.booked.late + s.booked.tail]
+            # what the plan leaves out takes no time: the progress's "left" counts only what runs
+            planned = [by_run[c.id, r] if c.id not in s.booked.clock.fit.left else 0.0
+                       for c, r in s.todo + s.booked.late + s.booked.tail]
     _start_invocation(s, only, max_repeats, planned)
     old = {sig: signal.signal(sig, _raise_interrupted) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
@@ -214,7 +216,7 @@ def _plan_cells(s: RunState) -> None:
 
 def _estimate(s: RunState) -> list[float] | None:
     """Say how long the run should take, from a committed reference run; each planned run's estimated seconds."""
-    here = peaks.device_name(s.platform)   # the estimate scales the reference's step times to this device
+    here = devicequery.device_name(s.platform)   # the estimate scales the reference's step times to this device
     said, planned = estimate.before_run(s.todo, s.profile, s.platform, s.cap, here=here, synthetic=s.fake,
                                         skip=s.host.verdict)   # the decisions' skips (Host.decide, made once)
     s.log(said)

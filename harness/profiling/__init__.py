@@ -12,6 +12,7 @@ categories for both frameworks (declared once here, each framework's op names ma
 
 from __future__ import annotations
 
+import importlib
 import math
 import os
 import re
@@ -127,11 +128,11 @@ def runs_pass(cell, repeat: int, world_size: int = 1) -> bool:
     first repeat, at fp32 (the precision C1 and C4 compare), in a mode whose ops its framework's profiler names (the
     back-end's PROFILED_MODES: not torch.compile's generated kernels). The child asks it, and the estimate of a run
     (harness.estimate.stepmodel) counts the pass where it is; the estimate leaves HARNESS_PROFILE alone, so that the
-    docs it renders read nothing of the host."""
-    from harness.frameworks import backend
-
+    docs it renders read nothing of the host. The back-end is a plug-in, loaded by its name as
+    harness.frameworks.backend loads it: the back-ends read this module's categories."""
+    back_end = importlib.import_module(f"harness.frameworks.{cell.framework}")
     return (cell.kind == "model" and world_size == 1 and repeat == 0 and cell.amp == "off"
-            and cell.mode in backend(cell.framework).PROFILED_MODES)
+            and cell.mode in back_end.PROFILED_MODES)
 
 
 AFTER = "_profiled_pass"   # the scenario's deferred profiled pass, which the child runs after telemetry stops

@@ -2,7 +2,8 @@
 (harness/logcheck/common.yaml, from the ruleset's common.yaml) and the ones each workload's rules file names
 (harness/models/<model>/logcheck.yaml), with this artifact's values. What is particular to a model (its optimiser,
 its schedule: the model package's MLPERF_KEYS) or a dataset (its validation split: the dataset module's
-val_split_size and EVAL_LIMITED) is declared in its own folder or file (harness.contracts), never named here.
+val_split_size and EVAL_LIMITED) is declared in its own folder or file (harness.contracts), never named here: the
+training scenario hands the cell's model package and dataset module over.
  Two calls, both on the cell's EventLog: `log_setup` in the child before init_stop (what is known before any data is
 touched: submission keys, seed, parallelism, the config file), `log_workload` in the training scenario once the
 workload is built (samples, batch sizes, precision, optimiser). Operator, inference and passes cells are not MLPerf
@@ -27,12 +28,11 @@ The honest values, and why:
 from __future__ import annotations
 
 import platform as _platform
+from types import ModuleType
 
 from mlperf_logging.mllog import constants as C
 
-from harness import data as datasets
 from harness.config.spec import ModelSpec
-from harness.models import model_package
 from harness.results import eventlog
 
 TRAINING_KINDS = ("model", "scaling")
@@ -59,12 +59,15 @@ def log_setup(events: eventlog.EventLog, ctx, config_filename: str) -> None:
         events.log(key, value)
 
 
-def log_workload(events: eventlog.EventLog, ctx, workload, data: dict) -> None:
-    """Samples, batch sizes, precision and optimiser of a built training workload."""
+def log_workload(events: eventlog.EventLog, ctx, workload, data: dict, package: ModuleType,
+                 dataset: ModuleType) -> None:
+    """Samples, batch sizes, precision and optimiser of a built training workload: `package` is the cell's model
+    package (harness.models.model_package), `dataset` its dataset module (harness.data.module), `data` what that
+    loaded."""
     cell, hp = ctx.cell, ctx.hparams
     per_rank_batch = int(hp.get("batch", workload.samples_per_epoch))   # no batch: full-batch (GCN)
     events.log(C.TRAIN_SAMPLES, workload.samples_per_epoch * ctx.world_size)
-    events.log(C.EVAL_SAMPLES, eval_samples(cell.spec, data))
+    events.log(C.EVAL_SAMPLES, eval_samples(cell.spec, dataset, data))
     events.log(C.GLOBAL_BATCH_SIZE, per_rank_batch * ctx.world_size)
     # The batch a forward pass takes: a rank's batch over the step's micro-batches (gradient accumulation; global =
     # micro x accumulation steps x ranks, as the ruleset has it).
@@ -74,18 +77,17 @@ def log_workload(events: eventlog.EventLog, ctx, workload, data: dict) -> None:
     events.log(C.LOWEST_NUMERICAL_PRECISION_IN_ATTN, compute, note="no attention layers: the linear layers' type")
     apex = str(ctx.settings.get("amp_impl", "")).startswith("apex")
     events.log(C.LOWEST_NUMERICAL_PRECISION_IN_COMM, "fp16" if apex else "fp32", devices=ctx.world_size)
-    for key, value in model_package(cell.model).MLPERF_KEYS.items():   # the model's folder says how it trains
+    for key, value in package.MLPERF_KEYS.items():   # the model's folder says how it trains
         events.log(key, value)
     for name, key in HPARAM_KEYS.items():
         if name in hp:
             events.log(key, hp[name])
 
 
-def eval_samples(spec: ModelSpec, data: dict) -> int:
+def eval_samples(spec: ModelSpec, dataset: ModuleType, data: dict) -> int:
     """How many samples one validation evaluation reads: the split the dataset module names (its val_split_size),
     cut to the spec's val_samples or else eval_samples where the dataset says a profile cuts it (as the models cut
     it)."""
-    dataset = datasets.module(spec.dataset)
     n = dataset.val_split_size(data)
     limit = (spec.eval_samples if spec.val_samples is None else spec.val_samples) if dataset.EVAL_LIMITED else None
     return n if limit is None else min(limit, n)

@@ -25,7 +25,7 @@ from harness import data as datasets
 from harness import profiling
 from harness.contracts import PartialEpochWorkload
 from harness.errors import HarnessError
-from harness.models import model_module
+from harness.models import model_module, model_package
 from harness.results import eventlog, mlperf
 
 
@@ -36,7 +36,7 @@ def run(ctx, backend, events) -> dict[str, Any]:
     events.log(eventlog.RUN_START, event_type=eventlog.START)
     data = datasets.for_context(ctx)
     workload = build(ctx, data)
-    mlperf.log_workload(events, ctx, workload, data)
+    mlperf.log_workload(events, ctx, workload, data, model_package(cell.model), datasets.module(spec.dataset))
     parts = spec.evals_per_epoch
     train = _trainer(workload, cell, parts)
     best = float("-inf")

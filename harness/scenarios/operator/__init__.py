@@ -10,13 +10,9 @@ import importlib
 import os
 from typing import Any
 
-from harness.profiling import peaks
+from harness.devices import catalog, query
 from harness.results.eventlog import END, RUN_START, RUN_STOP, START, SUCCESS
 from harness.scenarios.operator import ops as operators
-
-# Dense peak FLOP/s per device and precision, and the device's name: one table for the operator and model cells.
-PEAKS = peaks.PEAKS
-_device_name = peaks.device_name
 
 
 def run(ctx, backend, events) -> dict[str, Any]:
@@ -38,8 +34,8 @@ def run(ctx, backend, events) -> dict[str, Any]:
     events.log(RUN_STOP, event_type=END, status=SUCCESS)
     batch = shape["batch"]
     flop = operators.flops(cell.op, shape, direction)
-    name = _device_name(ctx.platform)
-    peak = peaks.peak(name, dtype)
+    name = query.device_name(ctx.platform)
+    peak = catalog.peak(name, dtype)   # dense peak FLOP/s: one table for the operator and model cells
     # The process's time is the fast quantile of its blocks (harness.results.measure.fast_time); the median is kept
     # beside it.
     fps = flop / timing["fast_s"]

@@ -24,10 +24,6 @@ from harness.results import measure
 
 BN_EPS = 1e-5
 BN_MOMENTUM_PT = 0.1   # PyTorch's convention; MindSpore's momentum is 1 - this
-# The operators implemented, with the keys of their shapes (a matrix sweep names every one).
-SHAPE_KEYS = {"conv2d": ("batch", "in_channels", "out_channels", "size"),
-              "linear": ("batch", "in_features", "out_features"),
-              "batchnorm2d": ("batch", "channels", "size")}
 
 
 def input_shape(op: str, s: dict[str, int]) -> tuple[int, ...]:
