@@ -478,11 +478,12 @@ esac""")
         "above")
 
 
-@pytest.mark.parametrize("lanes", ["2", "1"])
+@pytest.mark.parametrize("lanes", ["3", "2", "1"])
 def test_test_sh_records_each_environment_its_time_and_disk_and_names_a_failure(tmp_path, lanes):
     """The whole run's record (.tox/logs/test-command.json), which README's time and disk for the command come from:
     each tox environment (stand-ins here, `image` failing) with its status, the host, and a plain clone said so; in
-    two lanes (main, image and image-cuda beside lint and test: the default) or, TEST_LANES=1, one after another."""
+    three lanes (main and image, and image-cuda, beside lint and test: the default), two (TEST_LANES=2: main, image and
+    image-cuda beside lint and test) or, TEST_LANES=1, one after another."""
     import json
     import sys
 
@@ -499,7 +500,7 @@ esac""")
     assert proc.returncode == 1, proc.stderr
     assert proc.stdout.splitlines()[-1] == "tools/test.sh: FAILED: image"
     assert "--- image failed; its last 40 lines (all of them in .tox/logs/image.log):\nimage broke\n" in proc.stdout
-    assert ("tools/test.sh: image ended: FAILED after " in proc.stdout) == (lanes == "2")
+    assert ("tools/test.sh: image ended: FAILED after " in proc.stdout) == (lanes != "1")
     record = json.loads((clone / ".tox" / "logs" / "test-command.json").read_text())
     assert record["lanes"] == int(lanes)
     assert [(e["name"], e["status"]) for e in record["envs"]] == [

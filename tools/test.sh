@@ -42,9 +42,10 @@ done
 if [ $# -gt 0 ]; then
   exec .venv-tox/bin/tox "$@"
 fi
-# Two lanes at once: lint then test (pytest, on every core) on the terminal, beside main, image and image-cuda
-# (debootstraps, downloads and image builds: much of their time is the network's and the disk's), whose output goes
-# to their logs alone, a line said as each ends. TEST_LANES=1: the five one after the other, all on the terminal.
+# Lanes at once (TEST_LANES, default 3): lint then test (pytest, on every core) on the terminal, beside main and image,
+# and beside image-cuda (debootstraps, downloads and image builds: much of their time is the network's and the
+# disk's), whose output goes to their logs alone, a line said as each ends. TEST_LANES=2: main, image and image-cuda in
+# one lane beside lint and test; TEST_LANES=1: the five one after the other, all on the terminal.
 # Each environment's output is kept in .tox/logs/ENV.log: when one fails, its last lines are printed again at the very
 # end, where a reader of the output (or of its tail, as CI keeps it) sees why.
 run_env() {  # run_env ENV [quiet]: its status and wall time into .tox/logs/ENV.status
@@ -57,26 +58,39 @@ run_env() {  # run_env ENV [quiet]: its status and wall time into .tox/logs/ENV.
   fi
   echo "$1:$status:$(($(date +%s) - t0))" > ".tox/logs/$1.status"
 }
+lane() {  # lane ENV...: one after the other, quietly, a line as each ends
+  for env in "$@"; do
+    run_env "$env" quiet
+    echo "tools/test.sh: $env ended: $(cut -d: -f2 ".tox/logs/$env.status") after $(cut -d: -f3 ".tox/logs/$env.status") s" \
+      "(its output: .tox/logs/$env.log)"
+  done
+}
 envs=(lint test main image image-cuda)
 rm -f .tox/logs/*.status
-if [ "${TEST_LANES:-2}" = 1 ]; then
+lanes="${TEST_LANES:-3}"
+case "$lanes" in 1|2|3) ;; *) die "TEST_LANES=$lanes: give 1, 2 or 3 (the lanes the five environments run in)" ;; esac
+if [ "$lanes" = 1 ]; then
   for env in "${envs[@]}"; do run_env "$env"; done
 else
-  ( for env in main image image-cuda; do
-      run_env "$env" quiet
-      echo "tools/test.sh: $env ended: $(cut -d: -f2 ".tox/logs/$env.status") after $(cut -d: -f3 ".tox/logs/$env.status") s" \
-        "(its output: .tox/logs/$env.log)"
-    done ) &
-  lane=$!
-  echo "tools/test.sh: main, image and image-cuda run beside lint and test; their output goes to .tox/logs/ENV.log"
+  pids=()
+  if [ "$lanes" = 2 ]; then
+    lane main image image-cuda & pids+=($!)
+    echo "tools/test.sh: main, image and image-cuda run beside lint and test; their output goes to .tox/logs/ENV.log"
+  else
+    lane main image & pids+=($!)
+    lane image-cuda & pids+=($!)
+    echo "tools/test.sh: main and image, and image-cuda, run beside lint and test; their output goes to .tox/logs/ENV.log"
+  fi
   for env in lint test; do run_env "$env"; done
+  running() { for p in "${pids[@]}"; do if kill -0 "$p" 2> /dev/null; then return 0; fi; done; return 1; }
   waited=0
-  while kill -0 "$lane" 2> /dev/null; do   # a line every two minutes, so that a silent CI log is not taken for a hang
+  while running; do
+    # a line every two minutes, so that a silent CI log is not taken for a hang
     sleep 5
     waited=$((waited + 5))
     if [ $((waited % 120)) = 0 ]; then echo "tools/test.sh: lint and test ended; waiting for main, image and image-cuda"; fi
   done
-  wait "$lane" || true
+  for p in "${pids[@]}"; do wait "$p" || true; done
 fi
 kill "$sampler" 2> /dev/null || true
 failed=()

@@ -60,9 +60,9 @@ def main(argv: list[str] | None = None) -> int:
         "plain_clone": not (REPO.parent / "shared").exists(),
         "ci": os.environ.get("CI") == "true",
         "envs": [_env(e) for e in a.envs],
-        # tools/test.sh's lanes: 2, lint and test beside main, image and image-cuda (each env's wall time its own);
-        # 1, one environment after another
-        "lanes": 1 if os.environ.get("TEST_LANES") == "1" else 2,
+        # tools/test.sh's lanes: 3, lint and test beside main and image, and beside image-cuda; 2, lint and test
+        # beside main, image and image-cuda (each env's wall time its own); 1, one environment after another
+        "lanes": int(os.environ.get("TEST_LANES") or 3),
         "wall_s": a.wall,
         "disk_used_gib": round(used / 1024**2, 1) if used is not None else None,
     }

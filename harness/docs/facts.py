@@ -226,6 +226,8 @@ def test_command(runs: Sequence[Run], folder: Path = FRESH_HOST) -> str:
     envs = ", ".join(f"{e['name']} {duration(e['wall_s'])}" for e in r["envs"])
     if r.get("lanes", 1) == 2:   # lint and test beside main, image and image-cuda: each time its own, overlapping
         envs = f"in two lanes at once, lint and test beside main, image and image-cuda: {envs}"
+    elif r.get("lanes", 1) == 3:   # lint and test beside main and image, and beside image-cuda
+        envs = f"in three lanes at once, lint and test beside main and image, and beside image-cuda: {envs}"
     failed = [e["name"] for e in r["envs"] if e["status"] != "OK"]
     where = "from a plain clone with nothing beside it" if r.get("plain_clone") else "beside a ../shared folder"
     disk = (f"; it needed {r['disk_used_gib']:.1f} GiB of free disk at its peak" if r.get("disk_used_gib") is not None
