@@ -29,6 +29,7 @@ from harness.preflight import NEXT, Row
 from harness.preflight import data as preflight_data
 from harness.preflight.host import largest_rss
 from harness.preflight.render import next_step
+from harness.report import explain
 from harness.results.units import duration
 
 NOT = "not measured"
@@ -328,7 +329,18 @@ def cpu_families(runs: Sequence[Run]) -> str:
                  + ("its runs' verdicts differ from run to run" if moved[o] else
                     "every run there, under either allocator, reached the same verdicts")
                  + ". So on another CPU expect the ratios to move, and a verdict near the tie band to change.")
+        why = explain.versus(name, _profiles(fams[o][0], model), _profiles(ref_run, model),
+                             f"`{ref_run.name}` ({_family(ref_run)})", at=(f"in `{fams[o][0].name}`", "there"))
+        if why:   # the sentence a report of that run gives under its "Why"
+            text += f" Why, from both frameworks' profiled steps: {why}"
     return text
+
+
+def _profiles(run: Run, model: str | None) -> dict[tuple[str, str], dict]:
+    """A run's profiled passes of one model's fp32 cells, by (framework, mode)."""
+    return {(r["framework"], r["mode"]): r["profile"] for r in run.results
+            if r.get("model") == model and r.get("kind") == "model" and r.get("amp") == "off"
+            and (r.get("profile") or {}).get("per_step_s")}
 
 
 def host_memory_line(runs: Sequence[Run]) -> str:

@@ -24,10 +24,11 @@ import jinja2
 from harness import claims as claim_rules
 from harness.config import cellid
 from harness.devices import accumulation
+from harness.devices.query import run_device
 from harness.errors import HarnessError
 from harness.host import configdiff, platforms
 from harness.launch import faults
-from harness.paths import TEMPLATES
+from harness.paths import TEMPLATES, expected_run
 from harness.report import companion, explain, figures
 from harness.report.layout import planned_skips, sections
 from harness.report.memory_measured import table as memory_table
@@ -248,7 +249,7 @@ def collect(runs: list[Path]) -> dict[str, Any]:
     data = {"hosts": hosts, "rows": rows, "problems": problems, "skips": planned_skips(skipped),
             "op_ratios": operator_ratios(index),
             "served": {run: sorted(n for n in nodes if n is not None) for run, nodes in served.items()},
-            "why": _with_limits(explain.explanations(rows), rows),
+            "why": _versus_expected(_with_limits(explain.explanations(rows), rows), hosts),
             "table1": table1(rows, hosts, index), "settings": settings_summary(rows),
             # Table I's footnote: the cells that took their batch in micro-batches (gradient accumulation)
             "accumulated": sorted({r["accumulation"] for r in rows if r["accumulation"]}),
@@ -350,6 +351,35 @@ def _with_limits(why: list[dict[str, Any]], rows: list[dict[str, Any]]) -> list[
         found = {(r["framework"], r["mode"]): r["limit"] for r in rows if r["host"] == e["host"]
                  and r["model"] == e["model"] and r["kind"] == "model" and r["amp"] == "off" and r.get("limit")}
         e["limit"] = explain.limit_sentence(e["host"], e["title"], found)
+    return why
+
+
+def _processor(meta: dict[str, Any], env: dict[str, Any]) -> str | None:
+    return run_device(meta.get("platform"), env) or (env.get("cpu") or {}).get("model")
+
+
+def _versus_expected(why: list[dict[str, Any]], hosts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Where a host's processor is not the one its expected results were measured on (the committed run of its
+    platform and profile, harness.paths.expected_run), each "Why" says how each framework's profiled step moved
+    between the two (explain.versus): why a ratio, and a verdict near the tie band, moves on another CPU."""
+    there: dict[str, tuple[str, dict]] = {}
+    for h in hosts:
+        run = expected_run(h["meta"].get("platform"), h["meta"].get("profile"))
+        if run is None or any(Path(r).resolve() == run.resolve() for r in h["runs"]):
+            continue
+        store = RunStore(run)
+        theirs = _processor(store.read_meta(), store.read_env())
+        if not theirs or theirs == _processor(h["meta"], h["env"]):
+            continue
+        profiles: dict[str, dict] = {}
+        for r in store.results():
+            if r.get("kind") == "model" and r.get("amp") == "off" and (r.get("profile") or {}).get("per_step_s"):
+                profiles.setdefault(r["model"], {})[(r["framework"], r["mode"])] = r["profile"]
+        there[h["label"]] = (f"docs/runs/{run.name} ({theirs})", profiles)
+    for e in why:
+        if e["host"] in there:
+            where, profiles = there[e["host"]]
+            e["versus"] = explain.versus(e["title"], e["profiles"], profiles.get(e["model"], {}), where)
     return why
 
 

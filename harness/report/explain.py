@@ -6,6 +6,7 @@ workload, a LaTeX table); nothing here formats HTML.
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -31,7 +32,7 @@ def explanations(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                  "device": p.get("device"), "pass_s": p.get("pass_s")}
                 for (fw, mode) in SETTINGS if (p := by_setting.get((fw, mode)))]
         shown = [c for c in (*CATEGORIES, OVERHEAD) if any(b["per_step_s"].get(c, 0) >= 5e-5 for b in bars)]
-        out.append({"host": host, "model": model, "bars": bars, "categories": shown,
+        out.append({"host": host, "model": model, "bars": bars, "categories": shown, "profiles": by_setting,
                     "by_setting": {f"{b['framework']}/{b['mode']}": b for b in bars},
                     "title": titles.get(model, model),
                     "sentence": sentence(host, titles.get(model, model), by_setting.get(PAIR[0]),
@@ -75,6 +76,35 @@ def sentence(host: str, title: str, pt: dict | None, ms: dict | None) -> str | N
         text += f", while {faster} spends {_and(against)}"
     extra = [c for c in (device_clause("PyTorch eager", pt), device_clause("MindSpore GRAPH", ms)) if c]
     return " ".join([text + ".", *extra])
+
+
+def versus(title: str, here: dict[tuple[str, str], dict], there: dict[tuple[str, str], dict], where: str,
+           at: tuple[str, str] = ("here", "there")) -> str | None:
+    """Why a ratio moved between two hosts: each framework's profiled step here against there (C1's fair pair), and
+    for the one that moved more, the categories that make most of its change. 'GRU on Multi30K: against docs/runs/
+    cpu-quick (AMD EPYC), PyTorch eager's step 195 ms here against 180 ms there (1.08x), MindSpore GRAPH's 1,234 ms
+    against 464 ms (2.66x): of its 770 ms more, 405 ms is loss, 259 ms host and framework overhead, ...'. None without
+    both frameworks' profiles on both hosts."""
+    pairs = [(name, here.get(s), there.get(s)) for name, s in zip(("PyTorch eager", "MindSpore GRAPH"), PAIR,
+                                                                   strict=True)]
+    if not all(h and t and h.get("step_wall_s") and t.get("step_wall_s") for _, h, t in pairs):
+        return None
+    factor = {name: h["step_wall_s"] / t["step_wall_s"] for name, h, t in pairs}
+    steps = ", ".join(f"{name}'s step {milliseconds(h['step_wall_s'])} {at[0]} against "
+                      f"{milliseconds(t['step_wall_s'])} {at[1]} ({factor[name]:.2f}x)" for name, h, t in pairs)
+    name, h, t = max(pairs, key=lambda p: abs(math.log(factor[p[0]])))
+    total = h["step_wall_s"] - t["step_wall_s"]
+    cats = (*CATEGORIES, OVERHEAD)
+    diff = {c: h["per_step_s"].get(c, 0.0) - t["per_step_s"].get(c, 0.0) for c in cats}
+    sign = 1 if total > 0 else -1
+    named, covered = [], 0.0
+    for c in sorted(cats, key=lambda c: -diff[c] * sign):
+        if diff[c] * sign <= 0 or len(named) == 3 or covered >= NAMED_SHARE * abs(total):
+            break
+        named.append(f"{milliseconds(abs(diff[c]))} {c}")
+        covered += abs(diff[c])
+    return (f"{title}: against {where}, {steps}: of {name}'s {milliseconds(abs(total))} "
+            f"{'more' if sign > 0 else 'less'} per step, {_and(named) if named else 'no category makes a share'}.")
 
 
 HOST_BOUND, DEVICE_BOUND = 0.5, 0.8   # busy shares below / above which a step is said to be host- / device-bound
