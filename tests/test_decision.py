@@ -14,7 +14,7 @@ from harness.devices import memory as devicememory
 from harness.devices import query as devicequery
 from harness.host import envinfo, platforms
 from harness.host import plan as plan_mod
-from harness.host.plan import ACCUMULATE, MEMORY, RUN, SKIP, Host
+from harness.host.plan import ACCUMULATE, MEMORY, RUN, SKIP, CellDecision, Host
 from harness.launch import runner
 
 BERT = "model/bert/pytorch/eager/amp-off/1dev"
@@ -50,9 +50,10 @@ def test_one_decision_per_cell_read_by_verdict_plan_and_memory_line(monkeypatch,
     assert (bert.action, bert.reason, bert.skip) == (ACCUMULATE, MEMORY, None) and bert.plan.steps > 1
     assert host.decide(cells[BERT]) is bert                       # memoised: the same answer, not a new one
     assert host.verdict(cells[BERT]) is None and host.plan(cells[BERT]) is bert.plan
-    assert (bert.steps, bert.steps.why) == (bert.plan.steps, MEMORY)   # what the child's spec gets
+    spec = runner._spec(runner.RunStore("/nonexistent"), cells[BERT], 0, "cuda", {}, True, {}, None, bert)
+    assert (spec["accumulation_steps"], spec["accumulation_why"]) == (bert.plan.steps, MEMORY)   # the child's spec
     gcn = host.decide(cells[GCN])
-    assert (gcn.action, gcn.reason, gcn.steps, gcn.steps.why) == (RUN, None, 1, None)
+    assert (gcn.action, gcn.reason, gcn.plan.steps) == (RUN, None, 1)
     two = host.decide(cells[RESNET_2])
     assert (two.action, two.by, two.skip) == (SKIP, "devices", "needs 2 devices on each host, the host shows 1")
     assert host.verdict(cells[RESNET_2]) == two.reason and not two.planned
@@ -75,7 +76,7 @@ def test_a_skip_for_memory_and_the_reason_an_override_gives(monkeypatch):
     quick = _cells("quick")
     cpu = Host("cpu", "quick", 1, {}, load())
     bert = cpu.decide(quick[BERT])
-    assert (bert.action, bert.reason, bert.steps, bert.steps.why) == (ACCUMULATE, f"{FORCE}=2", 2, f"{FORCE}=2")
+    assert (bert.action, bert.reason, bert.plan.steps) == (ACCUMULATE, f"{FORCE}=2", 2)
     gcn = cpu.decide(quick[GCN])
     assert gcn.action == SKIP and gcn.reason.startswith(f"{FORCE}=2 asks for gradient accumulation, which gcn")
 
@@ -85,11 +86,13 @@ def test_the_child_records_the_reason_it_is_given_not_the_environments(monkeypat
     assert accumulation.settings(2, 8, MEMORY) == {"accumulation_steps": 2, "micro_batch": 4,
                                                    "accumulation_why": MEMORY}
     assert accumulation.settings(1, 8, None) == {"accumulation_steps": 1}
-    assert accumulation.Steps(1, MEMORY).why is None   # a whole batch has nothing to explain
     cell = _cells("quick")[BERT]
     spec = runner._spec(runner.RunStore("/nonexistent"), cell, 0, "cpu", {}, True, {}, None,
-                        accumulation.Steps(2, MEMORY))
+                        CellDecision(ACCUMULATE, MEMORY, devicememory.Plan(steps=2, batch=8)))
     assert (spec["accumulation_steps"], spec["accumulation_why"]) == (2, MEMORY)
+    whole = runner._spec(runner.RunStore("/nonexistent"), cell, 0, "cpu", {}, True, {}, None,
+                         CellDecision(RUN, None, devicememory.Plan()))
+    assert (whole["accumulation_steps"], whole["accumulation_why"]) == (1, None)   # a whole batch: nothing to explain
     assert json.loads(json.dumps(spec))["accumulation_steps"] == 2
 
 
@@ -111,7 +114,7 @@ def test_the_runner_decides_each_cell_once_and_passes_the_reason_down(monkeypatc
     assert runner.run(load(), "accelerator", "cuda", out, only=only, synthetic="all", repeats=1,
                       log=lambda s: None) == 0
     assert counted == {GCN: 1, BERT: 1, RESNET_2: 1}   # the estimate, the line, each cell and --resume ask the same
-    assert (given[GCN], given[GCN].why) == (1, None)
-    assert given[BERT] > 1 and given[BERT].why == MEMORY
+    assert (given[GCN].action, given[GCN].plan.steps) == (RUN, 1)
+    assert (given[BERT].action, given[BERT].reason) == (ACCUMULATE, MEMORY) and given[BERT].plan.steps > 1
     skipped = json.loads((out / "cells" / RESNET_2 / "r0.json").read_text())
     assert skipped["status"] == "skipped" and skipped["reason"] == "needs 2 devices on each host, the host shows 1"

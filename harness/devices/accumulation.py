@@ -44,19 +44,6 @@ def label(batch: int, steps: int) -> str:
     return f"batch {batch} as {steps} x {batch // steps} accumulated"
 
 
-class Steps(int):
-    """A training step's micro-batches (1: its whole batch at once), carrying `why` it takes more than one (the
-    override, HARNESS_ACCUMULATION_STEPS=k, or the device's memory): the host's decision for the cell
-    (harness.host.plan.CellDecision.steps), which the runner writes into the child's spec beside the count."""
-
-    why: str | None
-
-    def __new__(cls, steps: int, why: str | None = None) -> Steps:
-        self = super().__new__(cls, steps)
-        self.why = why if steps > 1 else None
-        return self
-
-
 def settings(steps: int, batch: Any, why: str | None) -> dict[str, Any]:
     """What a training cell's result records of it (its settings, in the child): the micro-batches a step and, where
     it accumulates, their size and `why`, as the runner decided it (the child's spec)."""

@@ -50,11 +50,6 @@ class CellDecision:
         return self.reason if self.action == SKIP else None
 
     @property
-    def steps(self) -> accumulation.Steps:
-        """The micro-batches a training step takes, carrying why where more than one: what the child's spec gets."""
-        return accumulation.Steps(self.plan.steps, self.reason if self.action == ACCUMULATE else None)
-
-    @property
     def planned(self) -> bool:
         """Whether the memory plan had the say: no rule, missing framework or device count skipped it first."""
         return self.by in (None, "memory")

@@ -43,7 +43,7 @@ from harness.errors import HarnessError
 from harness.estimate import runtime as estimate
 from harness.frameworks import backend as load_backend
 from harness.host import envinfo, platforms
-from harness.host.plan import SKIP, CellDecision, Host
+from harness.host.plan import ACCUMULATE, SKIP, CellDecision, Host
 from harness.launch import booking, faults, sequential, turns
 from harness.launch import process as launch
 from harness.launch.progress import EpochLines, RunProgress
@@ -396,7 +396,7 @@ def _start_cell(s: RunState, cell: Cell, repeat: int, head: str, decision: CellD
     synthetic = cell.dataset in s.fake
     try:
         return _run_child(s.store, cell, repeat, s.platform, s.folders, synthetic, s.shim, s.node, s.log, turn,
-                          decision.steps)   # the micro-batches, and why: the child records the reason it is given
+                          decision)   # its micro-batches, and why: the child records the reason it is given
     except Interrupted:
         raise
     except Exception as e:  # noqa: BLE001 - a cell that cannot run is a failed cell; the run goes on
@@ -590,7 +590,7 @@ def _base(cell: Cell, repeat: int, platform: str, synthetic: bool) -> dict[str, 
 
 
 def _spec(store: RunStore, cell: Cell, repeat: int, platform: str, folders: dict, synthetic: bool,
-          process_env: dict, turns: dict | None, accumulation_steps: int) -> dict:
+          process_env: dict, turns: dict | None, decision: CellDecision | None = None) -> dict:
     """What the child reads (harness.launch.child SPEC.json): its cell, where it writes, and how it runs here."""
     return {"cell": cell.to_dict(), "repeat": repeat, "platform": platform,
             "synthetic": synthetic, "data_folder": folders.get(cell.dataset),
@@ -602,14 +602,14 @@ def _spec(store: RunStore, cell: Cell, repeat: int, platform: str, folders: dict
             # an operator cell timed by turns with its configuration's others (harness.launch.turns)
             "turns": turns,
             # a training step's micro-batches (harness.devices.memory.plan; 1: the whole batch), and why it takes
-            # more than one as the host decided it (harness.host.plan.CellDecision.steps, an accumulation.Steps)
-            "accumulation_steps": int(accumulation_steps),
-            "accumulation_why": getattr(accumulation_steps, "why", None)}
+            # more than one, as the host decided it (harness.host.plan.CellDecision: the override or the memory)
+            "accumulation_steps": decision.plan.steps if decision else 1,
+            "accumulation_why": decision.reason if decision and decision.action == ACCUMULATE else None}
 
 
 def _run_child(store: RunStore, cell: Cell, repeat: int, platform: str, folders: dict, synthetic: bool,
                shim: Path, node: launch.Nodes, log=None, turns: dict | None = None,
-               accumulation_steps: int = 1) -> dict:
+               decision: CellDecision | None = None) -> dict:
     spec_path = store.path(cell.id, repeat, ".spec.json")
     child_result = store.path(cell.id, repeat, ".child.json")
     events_path = store.path(cell.id, repeat, eventlog.SUFFIX)
@@ -620,7 +620,7 @@ def _run_child(store: RunStore, cell: Cell, repeat: int, platform: str, folders:
     backend = load_backend(cell.framework)
     process_env = backend.process_env(platform, cell.kind)
     write_json_atomic(spec_path, _spec(store, cell, repeat, platform, folders, synthetic, process_env, turns,
-                                       accumulation_steps))
+                                       decision))
     env = {**os.environ, **process_env, "PYTHONUNBUFFERED": "1",
            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
            "PATH": os.pathsep.join(filter(None, [str(shim), os.environ.get("PATH")]))}
