@@ -101,8 +101,8 @@ def accelerator_estimates(runs: Sequence[Run]) -> str:
         f"\n\n**Fitting a booking.** `--hours H` (`./reproduce.sh cuda --hours 8`, `harness run`, `harness estimate "
         f"--device V100-16 --hours 8`) plans the run to the hours booked, at the estimate's upper bound: every claim's "
         f"parts at the repeats their intervals need, the cheapest part first, then the paper's tables' other cells, "
-        f"the sequential repeats, the companion cells; the hours less the build, its downloads and MindSpore's "
-        f"first-run compilation (`harness/preflight/host.toml` [booking.*]: allowances). What it leaves out is said "
+        f"the sequential repeats, the companion cells; the hours less the build, its downloads and the first-run "
+        f"compilation (`harness/preflight/host.toml` [booking.*]: allowances). What it leaves out is said "
         f"before the first cell and in the report, and after each cell the rest is re-priced from the run's own cells "
         f"(`harness/estimate/fit.py`):\n\n" + booking_fits(gpu, m))
 
