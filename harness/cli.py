@@ -252,8 +252,9 @@ def _estimate(args) -> int:
     proj = booking.project(m, args.profile, platform, run=folders, device=device, devices=devices, synthetic=fake,
                            memory=(gib, source))
     print("\n".join(booking.projection_lines(proj, folders)))
-    if args.hours:
-        print("\n".join(booking.hours(proj, m, args.profile, args.hours).lines()))
+    goal = m.profile(args.profile).get("accelerator_hours") if platform != "cpu" else None
+    if args.hours or goal:   # --hours, else the profile's own goal on an accelerator (counted from the run's start)
+        print("\n".join(booking.hours(proj, m, args.profile, args.hours or float(goal), owe=bool(args.hours)).lines()))
     cells = m.expand(args.profile)
     print("\n".join(devicememory.fit_table(cells)))
     said = Host(platform, args.profile, devices, {}, m, gib, source).memory_line(cells)

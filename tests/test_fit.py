@@ -182,3 +182,35 @@ def test_a_run_under_hours_replans_and_its_report_lists_what_it_left_out(tmp_pat
     html = (out / "report" / "report.html").read_text()
     assert 'id="booking">planned for 0.00972222 h booked' in html
     assert f"{len(b['left'])} cell(s) left out to fit" in html or "cell(s) left out to fit" in html
+
+
+def test_the_quick_profile_plans_itself_to_its_goal_on_an_accelerator(monkeypatch, tmp_path):
+    """On a GPU or NPU host the quick profile's own 15 minutes (matrix.toml accelerator_hours) plan the run as
+    --hours 0.25 would, counted from the run's start (not $HARNESS_BOOKING_START, which a build may have used up);
+    on a CPU it does not."""
+    from harness.config.matrix import load
+    from harness.devices import query as devicequery
+    from harness.host import platforms
+
+    assert load().profile("quick")["accelerator_hours"] == 0.25
+    monkeypatch.setattr(platforms, "visible_devices", lambda platform: 1)
+    monkeypatch.setattr(devicequery, "host_memory", lambda platform: (80.0, "faked"))
+    monkeypatch.setattr(envinfo, "capture", lambda: {})
+    monkeypatch.setenv(booking.START, "1")   # long ago: it would leave no time at all
+    monkeypatch.setattr(runner, "_run_child", lambda store, cell, repeat, *a: runner._base(
+        cell, repeat, "cuda", True) | {"status": "ok", "elapsed_s": 1.0})
+    said = []
+    out = tmp_path / "run"
+    assert runner.run(load(), "quick", "cuda", out, only="model/gcn/pytorch/*", synthetic="all",
+                      log=said.append) == 0
+    assert any(line.startswith("planned for 0.25 h") for line in said)
+    b = json.loads((out / "run.json").read_text())["booking"]
+    assert b["hours"] == 0.25 and b["deadline"] - b["started_at"] == 900 and b["started_at"] > 1e9
+    assert not b["left"]   # GCN's PyTorch cells fit 15 minutes
+    cpu = tmp_path / "cpu"
+    monkeypatch.setattr(runner, "_run_child", lambda store, cell, repeat, *a: runner._base(
+        cell, repeat, "cpu", True) | {"status": "ok", "elapsed_s": 1.0})
+    monkeypatch.delenv(booking.START)
+    assert runner.run(load(), "quick", "cpu", cpu, only="model/gcn/pytorch/*", synthetic="all",
+                      log=said.append) == 0
+    assert "booking" not in json.loads((cpu / "run.json").read_text())

@@ -62,7 +62,8 @@ PROFILE_KEYS = {"description": str, "models": list, "operators": list, "framewor
                 "claim_repeats": int, "max_repeats": int, "operator_max_repeats": int,
                 "operator_budget_s": (int, float), "timeout_s": (int, float),
                 "inference": list, "passes": list,  # these two: companion_matrix.py
-                "order": str}   # "claims-first": harness.config.matrix.ORDERS
+                "order": str,   # "claims-first": harness.config.matrix.ORDERS
+                "accelerator_hours": (int, float)}   # the profile's goal on a GPU or NPU host (harness.launch.booking)
 RULE_KEYS = {"model", "op", "framework", "mode", "amp", "devices", "platform", "dtype", "direction", "profile"}
 DTYPES = ("fp32", "fp16", "bf16")
 DIRECTIONS = ("fwd", "fwd+bwd")

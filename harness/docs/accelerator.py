@@ -77,8 +77,14 @@ def accelerator_estimates(runs: Sequence[Run]) -> str:
         # the cells the run there skips for memory, as the estimate decided them
         big = sorted({f"{d.cell.model} {devicememory.precision(d.cell.amp)}" for d in p["decisions"].values()
                       if d.plan.skip and d.cell.model and d.cell.devices_per_node <= devices})
+        goal = m.profile(profile).get("accelerator_hours")
+        planned = ""
+        if goal:   # the run plans itself to the profile's own goal there (harness.launch.booking)
+            f = booking.hours(p, m, profile, float(goal), owe=False)
+            planned = (f"; the run plans itself to its goal, {duration(float(goal) * 3600)}: "
+                       f"{len(f.first) + len(f.late)} runs fit ({duration(f.planned_s)}), {len(f.left)} cells left out")
         rows.append(f"| {who} | {profile} | {duration(p['total_s'])} for {p['runs'] - p['skipped']} runs "
-                    f"({duration(p['low_s'])} to {duration(p['upper_s'])}) | "
+                    f"({duration(p['low_s'])} to {duration(p['upper_s'])}){planned} | "
                     + ", ".join(f"{name} {duration(s)}" for name, s in parts) + " | "
                     + ", ".join(f"{model} {m['here']}/{m['cells']}" for model, m in sorted(p["per_model"].items()))
                     + f" | {p['device_short']} | "

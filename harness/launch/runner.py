@@ -91,6 +91,9 @@ def run(matrix: Matrix, profile: str, platform: str, out: Path, *, only: str | N
     booked (harness.launch.booking): the companion cells run after the sequential repeats, and what does not fit is
     left out."""
     t0 = booking.started()   # a bad $HARNESS_BOOKING_START refuses the run before anything
+    if hours is None and platform != "cpu" and matrix.profile(profile).get("accelerator_hours"):
+        # the profile's own goal on an accelerator (the quick profile's 15 minutes), from this run's start
+        hours, t0 = float(matrix.profile(profile)["accelerator_hours"]), time.time()
     node = launch.nodes()   # HARNESS_NNODES and the rest, checked before anything else
     cells, cap = _select(matrix, profile, only, shard, repeats, max_repeats, node)
     s = _open(matrix, profile, platform, out, node, cells, cap, log, data_dir=data_dir, synthetic=synthetic,
