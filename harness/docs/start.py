@@ -180,9 +180,11 @@ def _gpu_rows(runs: Sequence[Run], platform: str, estimates: list[tuple[str, dic
             f"| `./reproduce.sh {platform} --build` | {build_time}, plus the download | {build_disk} | {NOT} "
             f"| none | `reproduce.sh: built ...` |",
             f"| `./reproduce.sh {platform} --check` | {NOT} | none | {NOT} | {NOT} | `{after}` |",
-            f"| `./reproduce.sh {platform}` | {times} | {_run_disk(platform)} | {host} | "
-            f"{'; '.join(memories)} | `done: N ok, {skipped} skipped; results in DIR` (N {NOT}; {planned}), then "
-            f"`report: DIR/report/report.html` |"]
+            f"| `./reproduce.sh {platform} --hours H` (H: the hours booked; without it, the whole profile) | {times}; "
+            f"with `--hours`, at most H (A.5b: what 8 and 24 hours decide) | {_run_disk(platform)} | {host} | "
+            f"{'; '.join(memories)} | `planned for H h ...` before the first cell (what runs, what each claim "
+            f"loses), then `done: N ok, M skipped; results in DIR` (N {NOT}; {planned}, {skipped} of them skipped "
+            f"there), then `report: DIR/report/report.html` |"]
 
 
 def start_gpu(runs: Sequence[Run]) -> str:

@@ -183,7 +183,10 @@ def fit(entries: Sequence[Entry], needs: Iterable[Need], budget_s: float, *, hou
     # 2. and 4. The tables' other cells in run order, then (after the repeats) the companion cells: each that fits.
     left: dict[str, str] = {}
     reps = _repeats_s(by_cell, taken, cap)
-    for n, _ in undecided:   # a part's cells are the claims' tier, run only where the part is decided
+    # the cells of a part the hours cannot decide are the claims' tier, run only where a part is decided; those of a
+    # part this host cannot decide (a cell of it skipped here) are table or companion cells like any other
+    short = [n for n, why in undecided if SKIPPED not in why]
+    for n in short:
         tier.update({c: "claims" for c in n.cells if c not in taken})
     for t in ("tables", "companion"):
         room = budget_s - (reps if t == "companion" else 0.0)
@@ -196,7 +199,7 @@ def fit(entries: Sequence[Entry], needs: Iterable[Need], budget_s: float, *, hou
                 taken.add(cid)
             else:
                 left[cid] = f"left out to fit {hours:g} h: a {TIER_WORDS[t]} cell, after the claims' cells"
-    for n, _ in undecided:
+    for n in short:
         for c in n.cells:
             if c not in taken and c not in skipped:
                 left.setdefault(c, f"left out to fit {hours:g} h: {n.name} not decided")

@@ -33,6 +33,7 @@ def explanations(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 for (fw, mode) in SETTINGS if (p := by_setting.get((fw, mode)))]
         shown = [c for c in (*CATEGORIES, OVERHEAD) if any(b["per_step_s"].get(c, 0) >= 5e-5 for b in bars)]
         out.append({"host": host, "model": model, "bars": bars, "categories": shown, "profiles": by_setting,
+                    "versus": None,   # set by the report where the expected run was measured on another processor
                     "by_setting": {f"{b['framework']}/{b['mode']}": b for b in bars},
                     "title": titles.get(model, model),
                     "sentence": sentence(host, titles.get(model, model), by_setting.get(PAIR[0]),
