@@ -462,13 +462,18 @@ def test_the_cpu_image_and_a_cpu_dry_run_need_no_host_python(tmp_path):
     assert native.returncode == 0 and " -m harness run --platform cpu " in native.stdout, native.stderr
 
 
-def _ascend_dry_run(tmp_path: Path, chip: str):
+def _one_npu(tmp_path: Path, has_image: bool = False) -> tuple[Path, str]:
+    """A host with one NPU (/dev/davinci0) and a stand-in docker (with or without the image): (dev, PATH)."""
     dev = tmp_path / "dev"
     dev.mkdir(exist_ok=True)
     (dev / "davinci0").touch()
-    bin_dir = fake_engine(tmp_path, "docker", has_image=False)
-    return run(tmp_path, "ascend", "--dry-run", "--out", tmp_path / "o", dev=dev,
-               path=f"{bin_dir}:{_path_without_engines(tmp_path)}", env={"ASCEND_CHIP": chip})
+    return dev, f"{fake_engine(tmp_path, 'docker', has_image=has_image)}:{_path_without_engines(tmp_path)}"
+
+
+def _ascend_dry_run(tmp_path: Path, chip: str):
+    dev, path = _one_npu(tmp_path)
+    return run(tmp_path, "ascend", "--dry-run", "--out", tmp_path / "o", dev=dev, path=path,
+               env={"ASCEND_CHIP": chip})
 
 
 @pytest.mark.parametrize("chip", sorted(tomllib.loads((REPO / "harness/preflight/ascend.toml").read_text())["chip"]))
@@ -492,11 +497,7 @@ def test_a_chip_outside_ascend_toml_is_refused_in_one_line(tmp_path):
 
 def test_without_npu_smi_only_a_dry_run_goes_on_with_the_910(tmp_path):
     """No npu-smi: the chip is unknown; the commands may be printed for the 910, the image not built for a guess."""
-    dev = tmp_path / "dev"
-    dev.mkdir()
-    (dev / "davinci0").touch()
-    bin_dir = fake_engine(tmp_path, "docker", has_image=False)
-    path = f"{bin_dir}:{_path_without_engines(tmp_path)}"
+    dev, path = _one_npu(tmp_path)
     dry = run(tmp_path, "ascend", "--dry-run", "--out", tmp_path / "o", dev=dev, path=path)
     assert dry.returncode == 0, dry.stderr
     assert dry.stdout.startswith("# ascend chip: 910 (no npu-smi on this host: the Ascend 910 default); base image: ")
@@ -569,11 +570,7 @@ def test_apex_where_no_ascend_image_is_built_is_refused(tmp_path, platform, extr
 
 def test_an_image_built_without_the_chosen_apex_is_built_again(tmp_path):
     """The image's label io.ms-pt-harness.apex says which choice built it (the stand-in engine's image has none)."""
-    dev = tmp_path / "dev"
-    dev.mkdir()
-    (dev / "davinci0").touch()
-    bin_dir = fake_engine(tmp_path, "docker", has_image=True)
-    path = f"{bin_dir}:{_path_without_engines(tmp_path)}"
+    dev, path = _one_npu(tmp_path, has_image=True)
     kept = run(tmp_path, "ascend", "--dry-run", "--out", tmp_path / "o", dev=dev, path=path, env={"ASCEND_CHIP": "910"})
     assert kept.returncode == 0 and " build -f " not in kept.stdout, kept.stderr   # no choice: the image is kept
     again = run(tmp_path, "ascend", "--dry-run", "--apex", "build", "--out", tmp_path / "o", dev=dev, path=path,

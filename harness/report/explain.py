@@ -62,12 +62,7 @@ def sentence(host: str, title: str, pt: dict | None, ms: dict | None) -> str | N
     sign = 1 if total > 0 else -1
     slower, faster = ("PyTorch eager", "MindSpore GRAPH") if sign > 0 else ("MindSpore GRAPH", "PyTorch eager")
     walls = (pt, ms) if sign > 0 else (ms, pt)
-    named, covered = [], 0.0
-    for c in sorted(cats, key=lambda c: -diff[c] * sign):
-        if diff[c] * sign <= 0 or len(named) == 3 or covered >= NAMED_SHARE * abs(total):
-            break
-        named.append(f"{milliseconds(abs(diff[c]))} is {c}")
-        covered += abs(diff[c])
+    named = _making_most(diff, total, " is ")
     against = [f"{milliseconds(abs(diff[c]))} more on {c}" for c in sorted(cats, key=lambda c: diff[c] * sign)
                if diff[c] * sign <= -0.1 * abs(total)][:2]
     text = (f"{head}: of the {milliseconds(abs(total))} per step by which {slower} is slower than {faster} "
@@ -97,15 +92,22 @@ def versus(title: str, here: dict[tuple[str, str], dict], there: dict[tuple[str,
     total = h["step_wall_s"] - t["step_wall_s"]
     cats = (*CATEGORIES, OVERHEAD)
     diff = {c: h["per_step_s"].get(c, 0.0) - t["per_step_s"].get(c, 0.0) for c in cats}
+    named = _making_most(diff, total, " ")
+    return (f"{title}: against {where}, {steps}: of {name}'s {milliseconds(abs(total))} "
+            f"{'more' if total > 0 else 'less'} per step, {_and(named) if named else 'no category makes a share'}.")
+
+
+def _making_most(diff: dict[str, float], total: float, sep: str) -> list[str]:
+    """The categories that go the way of a difference of `total` seconds a step, largest first, until they make
+    NAMED_SHARE of it (at most three): "405 ms<sep>loss" each."""
     sign = 1 if total > 0 else -1
     named, covered = [], 0.0
-    for c in sorted(cats, key=lambda c: -diff[c] * sign):
+    for c in sorted(diff, key=lambda c: -diff[c] * sign):
         if diff[c] * sign <= 0 or len(named) == 3 or covered >= NAMED_SHARE * abs(total):
             break
-        named.append(f"{milliseconds(abs(diff[c]))} {c}")
+        named.append(f"{milliseconds(abs(diff[c]))}{sep}{c}")
         covered += abs(diff[c])
-    return (f"{title}: against {where}, {steps}: of {name}'s {milliseconds(abs(total))} "
-            f"{'more' if sign > 0 else 'less'} per step, {_and(named) if named else 'no category makes a share'}.")
+    return named
 
 
 HOST_BOUND, DEVICE_BOUND = 0.5, 0.8   # busy shares below / above which a step is said to be host- / device-bound
