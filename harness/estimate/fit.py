@@ -225,6 +225,9 @@ def _repeats_s(by_cell: dict[str, list[Entry]], taken: set[str], cap: int) -> fl
 
 # -- as the run measures -------------------------------------------------------------------------------------------
 
+ALL_CELLS = ("all",)   # the key every finished run counts under: the ratio where no neighbour ran
+
+
 def _near(cell: Cell) -> list[tuple]:
     """The keys of a cell's neighbours, nearest first: its model, precision and framework; its model; its kind."""
     return [("mpf", cell.model, precision(cell.amp), cell.framework), ("m", cell.model), ("k", cell.kind)]
@@ -239,8 +242,8 @@ class Clock:
         self.now = now if now is not None else (lambda: time.time())   # looked up at each call
         self.planned = {(e.cell.id, e.repeat): e.seconds for e in fitted.first + fitted.late}
         self.per_repeat = {e.cell.id: e.seconds for e in fitted.first + fitted.late}
-        self.cells = {e.cell.id: e.cell for e in fitted.first + fitted.late}
         self.done: dict[str, list[tuple[float, float]]] = {}
+        self.ratios: dict[tuple, list[float]] = {}   # a neighbour key (_near) -> measured / planned of its runs
         self.dropped: set[str] = set()
 
     def left_s(self) -> float:
@@ -251,6 +254,9 @@ class Clock:
         planned = self.planned.get((cell.id, repeat), self.per_repeat.get(cell.id))
         if seconds is not None and planned:
             self.done.setdefault(cell.id, []).append((seconds, planned))
+            # measured over planned, under each of its neighbours' keys and under all: what ratio() reads
+            for key in (*_near(cell), ALL_CELLS):
+                self.ratios.setdefault(key, []).append(seconds / planned)
 
     def price(self, cell: Cell, repeat: int) -> float:
         """A run's price now: its own cell's measured median where it ran, else its planned price times the
@@ -262,12 +268,12 @@ class Clock:
         return planned * self.ratio(cell)
 
     def ratio(self, cell: Cell) -> float:
-        for key in _near(cell):
-            pairs = [p for cid, ps in self.done.items() if key in _near(self.cells[cid]) for p in ps]
-            if pairs:
-                return median(s / p for s, p in pairs)
-        pairs = [p for ps in self.done.values() for p in ps]
-        return median(s / p for s, p in pairs) if pairs else 1.0
+        """The median measured-over-planned of the nearest key that has runs (kept as they finish: a re-plan
+        prices every run to come, and must not walk every finished one for each)."""
+        for key in (*_near(cell), ALL_CELLS):
+            if self.ratios.get(key):
+                return median(self.ratios[key])
+        return 1.0
 
     def fits(self, cell: Cell, repeat: int) -> bool:
         """Whether the run may start now: its price ends before the deadline."""
