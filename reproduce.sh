@@ -1,16 +1,9 @@
 #!/usr/bin/env bash
 # One command from a fresh checkout to the report:  ./reproduce.sh cpu|cuda|ascend [options]
-#
-# cpu     natively, in .venv made from the hash-locked requirements/cpu.txt (default), or in the CPU image
-#         (Dockerfile.cpu) with --container.
-# cuda    in the image of Dockerfile.cuda (docker or podman), every GPU passed through.
-# ascend  in the image of Dockerfile.ascend, every NPU and the host's NPU driver passed through.
-# --native runs cuda/ascend with the Python named by $PYTHON instead (it needs that platform's build of at
-# least one framework, torch (+ torch_npu) or mindspore; the cells of one it lacks are recorded as skipped,
-# and the script says which). --dry-run prints every command and runs none. --check runs the preflight
-# (harness/preflight): one table of what this host has against what the platform needs, ending with one
-# training step per framework on the device; exit 0 when every row passes or waits for --build, which builds
-# (.venv or the image) and stops. See ARTIFACT.md.
+# cpu natively in .venv (hash-locked requirements/cpu.txt) or in the CPU image (--container); cuda and ascend in their
+# image, every GPU or NPU passed through, or --native. The shell keeps to its part (the arguments, the venv or the
+# engine, the run line); what it decides is asked of harness/preflight (shell.py, venvbuild.py). Usage and exit codes:
+# tools/reproduce_usage.txt (--help); see ARTIFACT.md.
 # When this command began: the run counts the build and the downloads against the hours booked (--hours).
 export HARNESS_BOOKING_START="${HARNESS_BOOKING_START:-$(date +%s)}"
 set -Eeuo pipefail
@@ -20,70 +13,7 @@ trap 'unexpected $? $LINENO "$BASH_COMMAND" reproduce.sh "the command line (${HA
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
-usage() {
-  cat >&2 <<'USAGE'
-usage: ./reproduce.sh cpu|cuda|ascend [--quick|--accelerator|--target|--full|--companion|--profile NAME] [--image REF] [--build] [--container|--native]
-                      [--data-dir DIR] [--out DIR] [--resume] [--synthetic [DATASETS]] [--only GLOB[,GLOB]] [--repeats N] [--max-repeats M] [--hours H] [--apex build|skip] [--dry-run]
-       ./reproduce.sh cpu|cuda|ascend --check [--image REF] [--container|--native]
-       ./reproduce.sh cpu|cuda|ascend --build [--image REF] [--container]
-
-  On a fresh host: --check (exit 0: ready; it prints the next step), --build, --check again (now with the
-  training steps), then the run.
-
-  cpu|cuda|ascend  the platform to measure (required)
-  --quick          the kick-the-tires profile (the default on cpu); on a GPU or NPU a smoke test
-  --accelerator    the paper's tables from one booked GPU or NPU host, at the paper's sizes (the default on
-                   cuda and ascend; its estimated time is printed before it starts: ARTIFACT.md)
-  --target         time to target: GCN to 70% and the GRU to BLEU 10 on the real data, sized for a 2-core
-                   CPU, each cell stopping at its target (ARTIFACT.md gives its measured time)
-  --full           the paper's scale;  --companion: the companion studies at their scale
-  --profile NAME   any profile of harness/config/matrix.toml (python -m harness list --profile NAME)
-  --image REF      the container image to run (default: ms-pt-harness:PLATFORM, built when missing)
-  --build          build what the run needs and stop: .venv on cpu (natively), else the image of
-                   Dockerfile.PLATFORM (even if it exists); the download, disk and time are printed
-                   before it starts and what it took after. Without it, a missing .venv or image is
-                   made before the run
-  --container      cpu only: run in the CPU image instead of .venv (cuda and ascend always use an image)
-  --native         cuda/ascend: no container, run with $PYTHON (default python3); the cells of a
-                   framework it lacks are left out (recorded as skipped)
-  --data-dir DIR   datasets, one folder each (default: $HARNESS_DATA_DIR or ./data); missing files
-                   are downloaded there and verified by sha256
-  --out DIR        run folder (default: results/<platform>-<profile>-<date>)
-  --resume         continue an earlier --out folder of the same platform, keeping its finished cells
-  --synthetic [DATASETS]
-                   generated data of the real shapes instead of the datasets: all of them, or only the
-                   comma-separated ones named (e.g. --synthetic cifar10 keeps real Cora and Multi30K)
-  --only GLOB[,GLOB]
-                   only the cells whose id matches one of the globs (see: python -m harness list)
-  --repeats N      at least N repeats of every cell (default: the profile's repeats, and its claim_repeats
-                   for the cells a claim compares: 2 for quick, target and accelerator)
-  --max-repeats M  a comparison whose verdict is not yet settled gets one more repeat of its cells at a time,
-                   up to M (default: the profile's max_repeats in harness/config/matrix.toml: 2 for quick,
-                   3 for target and accelerator)
-  --hours H        the hours booked on this host (a positive number, e.g. 8 or 2.5), passed to the run, which
-                   counts from when this command began, the build and the downloads included
-  --apex build|skip
-                   ascend only: build the image with Ascend's apex, the paper's O2 AMP path (build; fetch its
-                   sources first with tools/apex_sources.sh fetch), or without it (skip, the default; also
-                   $ASCEND_APEX). An image built with the other choice is built again
-  --dry-run        print the commands (build, run, report) without running them
-  --check          preflight, seconds to a minute: driver, device, container engine and toolkit, disk, image
-                   against what the platform needs, then one training step per framework on the device; one
-                   table, then the next step, or one line per failure saying what to do; exit 0 when every
-                   row passes or waits for --build (a fresh host: no .venv or image yet)
-
-environment: CONTAINER_ENGINE (docker or podman; default: the first that answers), SHM_SIZE (default
-16g for cuda/ascend, 2g for cpu), ASCEND_APEX (build or skip, as --apex), HARNESS_BOOKING_START (when the
-booking began, in seconds since 1970, for --hours; default: when this command began),
-HARNESS_NNODES/NODE_RANK/MASTER_ADDR/MASTER_PORT (several hosts), HARNESS_DATA_MIRROR (a base URL the datasets
-are downloaded from instead of their upstream hosts; passed into the fetch container too), PYTHON (the Python
-3.11 that makes .venv on cpu, or runs --native).
-
-exit status: 0 done; 1 the run finished but a cell failed (the report says which), or its report could not be
-rendered; 2 refused, with one line saying why and what to do (the container engine's own failure included);
-3 an unexpected failure of this script, with one line saying where (report it, with the command line).
-USAGE
-}
+usage() { cat "$here/tools/reproduce_usage.txt" >&2; }
 
 die() { echo "reproduce.sh: $*" >&2; exit 2; }
 show() {  # print a command as one copy-pastable shell line
@@ -97,19 +27,27 @@ host_python() {  # host_python WHAT: $pf, the host's python3 (3.8 or newer), whi
   "$pf" -c 'import sys; sys.exit(sys.version_info < (3, 8))' 2> /dev/null \
     || die "$1 needs Python 3.8 or newer; $pf does not run or is older: install a newer python3"
 }
-# ask [-q] PYTHON QUESTION ARGS...: what harness/preflight/shell.py decides, in that Python: its `say` lines on stderr,
-# each other `NAME VALUE` line kept as $NAME (npu and package: the arrays npus and packages); its refusal (exit 2) ends
-# the script, any other failure is returned. -q: that Python's own stderr is not shown.
+# preflight PYTHON MODULE ARGS...: harness/preflight's MODULE in that Python, in the checkout; its refusal (exit 2, its
+# line said) ends the script, any other failure is returned.
+preflight() {
+  local rc=0
+  (cd "$here" && PYTHONPATH="$here${PYTHONPATH:+:$PYTHONPATH}" "$1" -m "harness.preflight.$2" "${@:3}") || rc=$?
+  [ "$rc" != 2 ] || exit 2
+  return "$rc"
+}
+# ask [-q] PYTHON QUESTION ARGS...: what harness/preflight/shell.py decides, as preflight runs it: its `say` lines on
+# stderr, each other `NAME VALUE` line kept as $NAME (npu, arg and made: the arrays npus, device_args and made).
+# -q: that Python's own stderr is not shown.
 ask() {
   local quiet="" answer key value rc=0
   [ "$1" != -q ] || { quiet=1; shift; }
-  answer="$([ -z "$quiet" ] || exec 2> /dev/null
-            cd "$here" && PYTHONPATH="$here${PYTHONPATH:+:$PYTHONPATH}" "$1" -m harness.preflight.shell "${@:2}")" || rc=$?
+  answer="$([ -z "$quiet" ] || exec 2> /dev/null; preflight "$1" shell "${@:2}")" || rc=$?
   while read -r key value; do
     case "$key" in
       say) echo "$value" >&2 ;;
       npu) npus+=("$value") ;;
-      package) packages+=("$value") ;;
+      arg) device_args+=("$value") ;;
+      made) made+=("$value") ;;
       ?*) printf -v "$key" '%s' "$value" ;;
     esac
   done <<< "$answer"
@@ -179,12 +117,8 @@ while [ $# -gt 0 ]; do
 done
 
 # --apex (or $ASCEND_APEX): Ascend's apex in the Ascend image (Dockerfile.ascend's ASCEND_APEX), or not.
-if [ -n "$apex_from" ] && [ "$platform" != ascend ]; then
-  die "--apex is for the Ascend image only; drop it, or choose ascend"
-fi
-if [ -z "$apex_from" ] && [ "$platform" = ascend ] && [ -n "${ASCEND_APEX:-}" ]; then
-  apex="$ASCEND_APEX" apex_from=ASCEND_APEX
-fi
+[ -z "$apex_from" ] || [ "$platform" = ascend ] || die "--apex is for the Ascend image only; drop it, or choose ascend"
+[ -n "$apex_from" ] || [ "$platform" != ascend ] || [ -z "${ASCEND_APEX:-}" ] || apex="$ASCEND_APEX" apex_from=ASCEND_APEX
 case "$apex" in
   ""|build|skip) ;;
   *) [ "$apex_from" = --apex ] && said="--apex $apex" || said="ASCEND_APEX=$apex"
@@ -195,34 +129,25 @@ esac
 # steps run in .venv or the image). It ends, on a host without the device, with the line that says so.
 if [ "$check" = 1 ]; then
   host_python --check
-  pf_args=("$platform" --prog reproduce.sh)
-  [ -z "$image" ] || pf_args+=(--image "$image")
-  [ "$where" != container ] || pf_args+=(--container)
-  [ "$where" != native ] || pf_args+=(--native)
   cd "$here"
-  PYTHONPATH="$here${PYTHONPATH:+:$PYTHONPATH}" exec "$pf" -m harness.preflight "${pf_args[@]}"
+  PYTHONPATH="$here${PYTHONPATH:+:$PYTHONPATH}" exec "$pf" -m harness.preflight "$platform" --prog reproduce.sh \
+    ${image:+--image "$image"} ${where:+"--$where"}
 fi
 
 # The profile: quick (minutes on 2 cores) on a CPU; on a GPU or NPU host the one sized for a booked accelerator.
-if [ -z "$profile" ]; then
-  if [ "$platform" = cpu ]; then profile=quick; else profile=accelerator; fi
-fi
+[ -n "$profile" ] || if [ "$platform" = cpu ]; then profile=quick; else profile=accelerator; fi
 
 # Where it runs: cpu natively unless asked otherwise; cuda and ascend in their image unless --native.
-if [ -z "$where" ]; then
-  if [ "$platform" = cpu ] && [ -z "$image" ]; then where=native; else where=container; fi
-fi
+[ -n "$where" ] || if [ "$platform" = cpu ] && [ -z "$image" ]; then where=native; else where=container; fi
 if [ "$where" = native ] && { [ -n "$image" ] || [ "$apex_from" = --apex ] || { [ "$build" = 1 ] && [ "$platform" != cpu ]; }; }; then
   die "--native runs without a container; drop --image/--build/--apex, or drop --native"
 fi
 
-# --build builds what the run needs (.venv natively on cpu, else the image) and stops: what it will download, the
-# disk it needs and its time are printed before it starts (harness/preflight/host.toml [build.*], under the
-# host's python3 where there is one), what it took after; the run is the next, separate command.
-build_plan() {  # build_plan native|container PATH [PYTHON]: the line said before a build (where a Python runs)
-  local pf="${3:-$(command -v python3 || true)}"
-  [ -n "$pf" ] || return 0
-  (cd "$here" && PYTHONPATH="$here" "$pf" -m harness.preflight.buildplan "$platform" "$1" "$2" 2> /dev/null) >&2 || true
+# --build builds what the run needs (.venv natively on cpu, else the image) and stops: what it will download, the disk
+# it needs and its time are said before it starts (harness/preflight/buildplan.py), what it took after.
+build_plan() {  # build_plan PATH: the line said before an image build, where the host has a python3
+  local pf; pf="$(command -v python3 || true)"
+  [ -z "$pf" ] || (cd "$here" && PYTHONPATH="$here" "$pf" -m harness.preflight.buildplan "$platform" container "$1" 2> /dev/null) >&2 || true
 }
 # The figures around a build are for the reader only: a df or du that fails (an odd mount, a file system that does
 # not say) makes them "unknown", never the build's failure.
@@ -232,11 +157,6 @@ gb() { if [ -n "$1" ]; then awk -v k="$1" 'BEGIN { printf "%.1f GB", k * 1024 / 
 built() {  # built WHAT SECONDS KB PATH FREE_BEFORE_KB: the line said after a build, measured
   echo "reproduce.sh: built $1 in $(($2 / 60)) min $(($2 % 60)) s; it holds $(gb "$3"); free disk at $4: $(gb "$5")" \
     "before, $(gb "$(free_kb "$4")") after" >&2
-}
-apt_install() {  # as root: a host whose package lists were never fetched (a fresh container) gets them first
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" > /dev/null 2>&1 \
-    || { apt-get update -qq > /dev/null 2>&1 \
-         && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" > /dev/null 2>&1; }
 }
 next_after_build() {
   local flags=""
@@ -259,13 +179,11 @@ if [ "$resume" = 1 ] && [ -f "$out/run.json" ]; then
 fi
 
 # --- devices: the GPUs or NPUs, and the chip the Ascend image is built for (harness/preflight/shell.py) -------------
-npus=()
+npus=() device_args=()
 chip="" chip_why="" chip_unknown=""
 if [ "$platform" != cpu ]; then
   host_python "$platform"
-  q=("$platform")
-  [ "$dry" = 0 ] || q+=(--dry-run)
-  [ "$build" = 0 ] || q+=(--build)
+  q=("$platform"); [ "$dry" = 0 ] || q+=(--dry-run); [ "$build" = 0 ] || q+=(--build)
   ask "$pf" devices "${q[@]}"
 fi
 
@@ -281,9 +199,7 @@ report_native() {
   [ "$platform" != cpu ] || "$py" -m harness.preflight.checks_allocator >&2 2> /dev/null || true
   "$py" -m harness run --platform "$platform" --profile "$profile" --out "$out" "${data_args[@]}" "${run_args[@]}" \
     || status=$?
-  if [ "$status" -eq 2 ]; then
-    exit 2  # the harness refused its input and said why in one line
-  fi
+  [ "$status" -ne 2 ] || exit 2  # the harness refused its input and said why in one line
   report="$("$py" -m harness report "$out")" || report_failed $? "$(show "$py" -m harness report "$out")"
   echo "report: $report"
   echo "LaTeX:  $(dirname "$report")/report.tex and $(dirname "$report")/tables/"
@@ -305,86 +221,35 @@ if [ "$where" = native ]; then
   if [ "$platform" = cpu ]; then
     venv="$here/.venv"
     lock="$here/requirements/cpu.txt"
-    stamp="$venv/.requirements.sha256"
     want="$(sha256sum "$lock" | cut -d' ' -f1)"
     py="$venv/bin/python"
-    if [ "$dry" = 1 ]; then
-      if [ "$build" = 1 ] || [ ! -x "$py" ] || [ "$(cat "$stamp" 2> /dev/null)" != "$want" ]; then
+    # --build, or no .venv stamped as made from this lock: made (again) from the lock by harness/preflight/venvbuild.py
+    # under the base Python 3.11, which says each step; here only the time and the disk around it.
+    if [ "$build" = 1 ] || [ ! -x "$py" ] || [ "$(cat "$venv/.requirements.sha256" 2> /dev/null)" != "$want" ]; then
+      if [ "$dry" = 1 ]; then
         show "${PYTHON:-python3.11}" -m venv "$venv"
         show "$py" -m pip install --require-hashes -r "$lock"
+      else
+        # Stock Ubuntu 22.04 and 24.04 have Python 3.10 and 3.12, Debian 13 3.13: the CPU image needs no host Python.
+        instead="add --container to run in the CPU image (docker or podman; no host Python needed), or install Python 3.11 and set PYTHON=/path/to/python3.11"
+        base="${PYTHON:-$(command -v python3.11 || command -v python3 || true)}"
+        [ -n "$base" ] || die "no python3 found, and the lock pins wheels for Python 3.11; $instead"
+        ver="$("$base" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2> /dev/null)" \
+          || die "$base does not run; $instead"
+        [ "$ver" = 3.11 ] || die "$base is Python $ver, and the lock pins wheels for Python 3.11; $instead"
+        preflight "$base" venvbuild prepare "$base" "$venv" "$lock" "$here"
+        t_build=$(date +%s)
+        free_before="$(free_kb "$here")"
+        preflight "$base" venvbuild make "$base" "$venv" "$lock" "$want"
+        built "$venv" $(($(date +%s) - t_build)) "$(kb "$venv")" "$here" "$free_before"
       fi
-    elif [ "$build" = 1 ] || [ ! -x "$py" ] || [ "$(cat "$stamp" 2> /dev/null)" != "$want" ]; then
-      # Stock Ubuntu 22.04 and 24.04 have Python 3.10 and 3.12, Debian 13 3.13: the CPU image needs no host Python.
-      instead="add --container to run in the CPU image (docker or podman; no host Python needed), or install Python 3.11 and set PYTHON=/path/to/python3.11"
-      base="${PYTHON:-$(command -v python3.11 || command -v python3 || true)}"
-      [ -n "$base" ] || die "no python3 found, and the lock pins wheels for Python 3.11; $instead"
-      ver="$("$base" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2> /dev/null)" \
-        || die "$base does not run; $instead"
-      [ "$ver" = 3.11 ] || die "$base is Python $ver, and the lock pins wheels for Python 3.11; $instead"
-      # Debian and Ubuntu ship venv and ensurepip apart from python3.11 (python3.11-venv): without them `-m venv`
-      # leaves a .venv with no pip. Installed here where this may (root, apt-get), else one line says who can.
-      if ! "$base" -c 'import ensurepip, venv' > /dev/null 2>&1; then
-        if [ "$(id -u)" = 0 ] && command -v apt-get > /dev/null; then
-          echo "reproduce.sh: apt-get install python3.11-venv ($base cannot make a venv without it)" >&2
-          apt_install python3.11-venv \
-            || die "apt-get could not install python3.11-venv (run apt-get install python3.11-venv to see why); fix apt's sources, or add --container to run in the CPU image"
-          "$base" -c 'import ensurepip, venv' > /dev/null 2>&1 \
-            || die "$base cannot make a venv even with python3.11-venv installed (a Python not from Debian's package?); set PYTHON=/usr/bin/python3.11, or add --container to run in the CPU image"
-        else
-          die "$base cannot make a venv (no ensurepip/venv module): as root, apt-get install python3.11-venv (Debian/Ubuntu), or add --container to run in the CPU image"
-        fi
-      fi
-      # MindSpore's CPU kernels link the system's OpenMP runtime, libgomp.so.1 (Debian's libgomp1, which the images
-      # install; PyTorch's wheel carries its own): a minimal host lacks it, and every MindSpore cell would fail.
-      if ! "$base" -c 'import ctypes.util, sys; sys.exit(ctypes.util.find_library("gomp") is None)' > /dev/null 2>&1; then
-        if [ "$(id -u)" = 0 ] && command -v apt-get > /dev/null; then
-          echo "reproduce.sh: apt-get install libgomp1 (MindSpore's CPU kernels need libgomp.so.1)" >&2
-          apt_install libgomp1 \
-            || die "apt-get could not install libgomp1, which MindSpore's CPU kernels need (run apt-get install libgomp1 to see why); fix apt's sources, or add --container to run in the CPU image"
-        else
-          echo "reproduce.sh: this host has no libgomp.so.1, which MindSpore's CPU kernels need: as root, apt-get install libgomp1 (Debian/Ubuntu); until then its cells fail, and --check says so" >&2
-        fi
-      fi
-      build_plan native "$here" "$base"
-      echo "reproduce.sh: making $venv from $lock (hash-checked; torch and mindspore are large)" >&2
-      t_build=$(date +%s)
-      free_before="$(free_kb "$here")"
-      # A stale or half-made .venv is made again whole; the stamp, written last, marks it finished (the check
-      # calls a .venv without it an interrupted build).
-      rm -rf "$venv"
-      "$base" -m venv "$venv" \
-        || die "$base -m venv $venv failed (see its message above); fix that Python's venv module, or add --container to run in the CPU image"
-      # The allocators the expected results were measured with (harness/host/allocator.py preloads them when present):
-      # installed here where this may (root, apt-get or dnf); otherwise the line before the run says what differs.
-      # Never fatal: the run goes on with another allocator, and says so.
-      tool=""
-      packages=()
-      [ "$(id -u)" != 0 ] || ask "$base" allocators || true
-      case "$tool" in
-        apt-get) echo "reproduce.sh: apt-get install ${packages[*]} (the allocators of the expected results)" >&2
-                 apt_install "${packages[@]}" || echo "reproduce.sh: apt-get could not install them; the run goes on without" >&2 ;;
-        dnf) echo "reproduce.sh: dnf install ${packages[*]} (tcmalloc, the expected results' allocator)" >&2
-             dnf install -y -q "${packages[@]}" > /dev/null 2>&1 || echo "reproduce.sh: dnf could not install it; the run goes on without" >&2 ;;
-      esac
-      # One retry per index: the lock names the PyTorch CPU index, which an air-gapped host cannot reach.
-      # pip's own progress bars on a terminal (minutes of downloads); quiet in CI logs.
-      quiet=(--quiet); [ -t 2 ] && quiet=(--progress-bar on)
-      PIP_RETRIES="${PIP_RETRIES:-1}" "$venv/bin/python" -m pip install "${quiet[@]}" --require-hashes -r "$lock" \
-        || die "installing $lock into $venv failed (see pip's message above); fix the network or the lock and run again"
-      echo "$want" > "$stamp"
-      built "$venv" $(($(date +%s) - t_build)) "$(kb "$venv")" "$here" "$free_before"
     fi
-    if [ "$build" = 1 ]; then
-      [ "$dry" = 1 ] || next_after_build
-      exit 0
-    fi
+    [ "$build" = 0 ] || { [ "$dry" = 1 ] || next_after_build; exit 0; }
   else
     # The Python needs the selected cells' frameworks, or at least one of them: the cells of one it lacks are left
     # out (recorded as skipped), and said.
     py="${PYTHON:-python3}"
-    q=("$platform" "$profile" "$py")
-    [ -z "$only" ] || q+=("--only=$only")
-    [ "$dry" = 0 ] || q+=(--dry-run)
+    q=("$platform" "$profile" "$py"); [ -z "$only" ] || q+=("--only=$only"); [ "$dry" = 0 ] || q+=(--dry-run)
     ask -q "$py" frameworks "${q[@]}" || [ "$dry" = 1 ] \
       || die "$py does not run (or is not Python 3 with this checkout's harness); set PYTHON to a Python 3.11, or drop --native to use the image"
   fi
@@ -398,16 +263,13 @@ if [ "$where" = native ]; then
 fi
 
 # --- container: engine, image -------------------------------------------------------------------------
+answers() { command -v "$1" > /dev/null && "$1" info > /dev/null 2>&1; }  # an engine installed and answering
 engine="${CONTAINER_ENGINE:-}"
-if [ -z "$engine" ]; then
-  for candidate in docker podman; do
-    if command -v "$candidate" > /dev/null && "$candidate" info > /dev/null 2>&1; then engine="$candidate"; break; fi
-  done
-fi
+[ -n "$engine" ] || for candidate in docker podman; do if answers "$candidate"; then engine="$candidate"; break; fi; done
 if [ -z "$engine" ]; then
   [ "$dry" = 1 ] || die "no container engine: neither docker nor podman is installed and answering (docker info / podman info); install one, or for cpu drop --container"
   engine=docker
-elif [ "$dry" = 0 ] && ! { command -v "$engine" > /dev/null && "$engine" info > /dev/null 2>&1; }; then
+elif [ "$dry" = 0 ] && ! answers "$engine"; then
   die "no container engine: $engine (CONTAINER_ENGINE) is not installed or does not answer '$engine info'"
 fi
 engine_name="$(basename "$engine")"
@@ -416,15 +278,12 @@ engine_name="$(basename "$engine")"
 dockerfile="$here/Dockerfile.$platform"
 if [ "$platform" = ascend ]; then image="${image:-ms-pt-harness:ascend-$chip}"; fi
 image="${image:-ms-pt-harness:$platform}"
-need_build="$build"
-if [ "$need_build" = 0 ] && ! "$engine" image inspect "$image" > /dev/null 2>&1; then
-  need_build=1  # the images are not published: a missing one is built here
-fi
+need_build="$build"  # and the images are not published: a missing one is built here
+[ "$need_build" = 1 ] || "$engine" image inspect "$image" > /dev/null 2>&1 || need_build=1
 # An apex choice the existing image was not built with (its label io.ms-pt-harness.apex begins with the choice): the
 # image is built again with it.
 if [ "$need_build" = 0 ] && [ -n "$apex" ]; then
-  had="$("$engine" image inspect --format '{{ index .Config.Labels "io.ms-pt-harness.apex" }}' "$image" 2> /dev/null \
-         || true)"
+  had="$("$engine" image inspect --format '{{ index .Config.Labels "io.ms-pt-harness.apex" }}' "$image" 2> /dev/null || true)"
   if [ "${had%%:*}" != "$apex" ]; then
     was="with ASCEND_APEX=${had%%:*}"; [ -n "$had" ] || was="without an io.ms-pt-harness.apex label"
     echo "reproduce.sh: $image was built $was; building it again with ASCEND_APEX=$apex" >&2
@@ -460,61 +319,25 @@ shm="${SHM_SIZE:-16g}"
 [ "$platform" != cpu ] || shm="${SHM_SIZE:-2g}"
 common=(--rm --shm-size "$shm" -e "HARNESS_IMAGE=$image")
 made=()   # host folders a mount needs, made before the run
-# The caller's uid and gid inside, so the results are the caller's: --user for every engine, and rootless podman
-# also maps them onto themselves with keep-id (rootful podman refuses it: "keep-id is only supported in rootless
-# mode"). keep-id alone keeps the image's USER (1000), which can write the caller's folders only when the caller
-# happens to be uid 1000.
+# The caller's uid and gid inside, so the results are the caller's: --user for every engine, and rootless podman also
+# maps them onto themselves with keep-id (rootful podman refuses it: "keep-id is only supported in rootless mode");
+# keep-id alone keeps the image's USER (1000), which can write the caller's folders only when the caller is uid 1000.
 # SELinux labels off for podman, or an enforcing host denies the bind mounts (NVIDIA's podman example does the same).
 rootless=0
-if [ "$engine_name" = podman ] \
-   && [ "$("$engine" info --format '{{.Host.Security.Rootless}}' 2> /dev/null || echo true)" = true ]; then
-  rootless=1
-  common+=(--userns=keep-id)
-fi
+[ "$engine_name" != podman ] || [ "$("$engine" info --format '{{.Host.Security.Rootless}}' 2> /dev/null || echo true)" != true ] \
+  || { rootless=1; common+=(--userns=keep-id); }
 common+=(--user "$(id -u):$(id -g)")
 [ "$engine_name" != podman ] || common+=(--security-opt=label=disable)
 for var in HARNESS_NNODES HARNESS_NODE_RANK HARNESS_MASTER_ADDR HARNESS_MASTER_PORT; do
   [ -z "${!var:-}" ] || common+=(-e "$var=${!var}")
 done
-case "$platform" in
-  ascend)
-    # As the CANN image documentation runs it: each NPU, the management devices, the host's driver
-    # libraries and npu-smi (read-only); host network for HCCL across servers.
-    for d in "${npus[@]}"; do common+=(--device "$d"); done
-    # The driver's device files belong to the HwHiAiUser group; keep it for the non-root user: rootless
-    # podman passes the caller's own groups (keep-groups, with the crun runtime as podman-run(1) says; a numeric
-    # group is not mapped in its user namespace), docker and rootful podman the group's numeric id.
-    if [ "$rootless" = 1 ]; then
-      common+=(--group-add keep-groups)
-    else
-      hw_gid="$(getent group HwHiAiUser 2> /dev/null | cut -d: -f3 || true)"
-      [ -z "$hw_gid" ] || common+=(--group-add "$hw_gid")
-    fi
-    common+=(--device /dev/davinci_manager --device /dev/devmm_svm --device /dev/hisi_hdc
-             -v /usr/local/dcmi:/usr/local/dcmi:ro
-             -v /usr/local/bin/npu-smi:/usr/local/bin/npu-smi:ro
-             -v /usr/local/Ascend/driver/lib64/:/usr/local/Ascend/driver/lib64/:ro
-             -v /usr/local/Ascend/driver/version.info:/usr/local/Ascend/driver/version.info:ro
-             -v /etc/ascend_install.info:/etc/ascend_install.info:ro
-             --network host) ;;
-  cuda)
-    if [ "$engine_name" = podman ]; then
-      # CDI (nvidia-ctk cdi generate)
-      common+=(--device nvidia.com/gpu=all)
-    else
-      common+=(--gpus all)
-    fi
-    # The driver compiles PTX for a GPU a framework has no machine code for (MindSpore's kernels on an H100: see
-    # docs/platforms/cuda.md) on first use; its cache is kept on the host, so a second run does not pay it again.
-    jit_cache="${XDG_CACHE_HOME:-$HOME/.cache}/ms-pt-harness/cuda-jit"
-    made+=("$jit_cache")
-    common+=(--network host -v "$jit_cache:/cache/cuda-jit") ;;
-esac
+# The devices (cuda, ascend), the host network, and on cuda the kept folder of the driver's JIT cache: harness/preflight.
+[ "$platform" = cpu ] || ask "$pf" container "$platform" "$engine_name" "$rootless" "${npus[@]}"
+common+=("${device_args[@]}")
 mounts=(-v "$out:/results")
 in_data=(--data-dir /data)
 fetch_cmd=()
-only_args=()
-[ -z "$only" ] || only_args=(--only "$only")
+only_args=(); [ -z "$only" ] || only_args=(--only "$only")
 if [ "$synthetic" = all ]; then
   in_data=(--synthetic)
 else
@@ -523,8 +346,7 @@ else
   mounts+=(-v "$data_dir:/data:ro")
   [ -z "$synthetic" ] || in_data+=(--synthetic "$synthetic")
   # HARNESS_DATA_MIRROR: the datasets from a mirror (an air-gapped site's copy), as natively
-  mirror=()
-  [ -z "${HARNESS_DATA_MIRROR:-}" ] || mirror=(-e "HARNESS_DATA_MIRROR=$HARNESS_DATA_MIRROR")
+  mirror=(); [ -z "${HARNESS_DATA_MIRROR:-}" ] || mirror=(-e "HARNESS_DATA_MIRROR=$HARNESS_DATA_MIRROR")
   fetch_cmd=("$engine" run "${common[@]}" "${mirror[@]}" -v "$data_dir:/data" "$image"
              fetch --profile "$profile" "${only_args[@]}" "${in_data[@]}")
 fi
@@ -547,7 +369,7 @@ fi
 if [ "$need_build" = 1 ]; then
   store="$("$engine" info --format "$([ "$engine_name" = podman ] && echo '{{.Store.GraphRoot}}' || echo '{{.DockerRootDir}}')" 2> /dev/null || true)"
   [ -d "$store" ] || store="$here"
-  build_plan container "$store"
+  build_plan "$store"
   echo "reproduce.sh: building $image from ${dockerfile##*/}" >&2
   t_build=$(date +%s)
   free_before="$(free_kb "$store")"
@@ -555,10 +377,7 @@ if [ "$need_build" = 1 ]; then
   size="$("$engine" image inspect --format '{{.Size}}' "$image" 2> /dev/null || true)"
   [[ "$size" =~ ^[0-9]+$ ]] && size=$((size / 1024)) || size=""
   built "$image" $(($(date +%s) - t_build)) "$size" "$store" "$free_before"
-  if [ "$build" = 1 ]; then
-    next_after_build
-    exit 0
-  fi
+  [ "$build" = 0 ] || { next_after_build; exit 0; }
 fi
 for d in "$out" "${made[@]}"; do
   mkdir -p "$d" 2> /dev/null || die "cannot make the folder $d; choose another place (--out, --data-dir) or fix its permissions"

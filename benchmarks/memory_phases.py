@@ -3,9 +3,9 @@
 environment for an operator cell, address randomisation off, confined to the operator's core, the back-end's
 `setup` and the operator's `build`), times its blocks back to back for --seconds. Every second it prints the 10th
 percentile of that second's block times beside the 10th percentile of the memory probe taken between them
-(harness.launch.turns.Probe: one read of a 4 MiB buffer), so that phases in which the host's memory is contended show in
-both columns at once. --other-core starts the same configuration's PyTorch eager cell, computing back to back on
-another core, from a quarter to a half of the run: what the other vCPU's work does to this one.
+(harness.scenarios.operator.turns.Probe: one read of a 4 MiB buffer), so that phases in which the host's memory is
+contended show in both columns at once. --other-core starts the same configuration's PyTorch eager cell, computing back
+to back on another core, from a quarter to a half of the run: what the other vCPU's work does to this one.
 
     python benchmarks/memory_phases.py [--cell GLOB] [--seconds 40] [--other-core]
 
@@ -55,9 +55,9 @@ def operator_process(cell_json: str, cores: list[int]):
 
 def probe(cell_json: str, seconds: float, cores: list[int]) -> None:
     """The cell's operator timed in this process for `seconds`, a line a second (see the module's docstring)."""
-    from harness.launch import turns
     from harness.launch.child import leave_now
     from harness.scenarios.operator import ops as operators
+    from harness.scenarios.operator import turns
 
     run, sync, cell = operator_process(cell_json, cores)
     timing = operators.sweep_timing(cell.framework, cell.mode)

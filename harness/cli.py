@@ -9,7 +9,7 @@ import os
 import sys
 from pathlib import Path
 
-from harness.config import conformance
+from harness import conformance
 from harness.config import matrix as matrix_mod
 from harness.config.cell import PLATFORMS
 from harness.errors import HarnessError
@@ -156,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _matrix(args) -> matrix_mod.Matrix:
-    """The matrix file, with every model and dataset it names whole (harness.config.conformance): a part missing is one
+    """The matrix file, with every model and dataset it names whole (harness.conformance): a part missing is one
     line now, not a traceback in every cell's log."""
     m = matrix_mod.load(args.matrix)
     conformance.require(m.data["models"])
@@ -225,6 +225,7 @@ def _estimate(args) -> int:
     from harness.devices import memory as devicememory
     from harness.estimate import booking
     from harness.estimate import runtime as estimate
+    from harness.host import envinfo
     from harness.host.plan import Host
 
     m = _matrix(args)
@@ -238,7 +239,8 @@ def _estimate(args) -> int:
                                f"docs/runs")
         folders = [Path(args.reference)]
     else:
-        folders, _ = estimate.references(platform, args.profile)
+        folders, _ = estimate.references(platform, args.profile,   # on a CPU, the run of the nearest CPU: this one's
+                                         cpu=envinfo.cpu_model() if platform == "cpu" else None)
     if not folders:
         raise HarnessError(f"no committed run to estimate the {args.profile} profile on {platform} from (docs/runs); "
                            f"pass one with --reference DIR")

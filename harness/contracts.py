@@ -3,7 +3,7 @@
 provides for the passes scenario) and its model files (`harness/models/<model>/<fw>.py`, whose `build` returns a
 Workload), an operator file (`harness/scenarios/operator/<fw>.py`), a passes file (`harness/scenarios/passes/<fw>.py`),
 an inference file (`harness/scenarios/inference/<fw>.py`) and a dataset (`harness/data/<name>.py`) each provide exactly
-what these Protocols name, with these parameter names. harness.config.conformance checks the models and datasets a
+what these Protocols name, with these parameter names. harness.conformance checks the models and datasets a
 matrix names before `harness run` or `harness list` does anything (one line naming the file and the missing part), and
 tests/test_contracts.py checks every module, so adding a framework, model, dataset or scenario is guided by a failing
 check.
@@ -153,7 +153,7 @@ class ModelPackage(Protocol):
     framework), what the model declares for the passes (PassesModel or NoPassesModel), and how it trains in the words
     of MLPerf's event log. The folder also holds `pytorch.py` and `mindspore.py` (ModelModule), `logcheck.yaml` (the
     rules MLPerf's compliance checker applies to its event logs, enqueued by harness/logcheck/common.yaml) and
-    `reference_pytorch.py` and `reference_mindspore.py` (ReferenceModule); harness.config.conformance checks all of it
+    `reference_pytorch.py` and `reference_mindspore.py` (ReferenceModule); harness.conformance checks all of it
     before a run."""
 
     # Event-log keys and their values (MLPerf's key names, mlperf_logging's constants) that say how the model trains,
@@ -181,7 +181,7 @@ class ReferenceModule(Protocol):
     harness's cell runs to the framework's recommended loop (tests/test_reference.py checks that the two train alike).
     It shares with the harness, on purpose, only what makes the comparison fair and is framework-neutral numpy: the
     initial weights, the data and its batches in order (harness.models.<name> packages) and the hyperparameters. From
-    the harness it imports nothing else (harness.config.conformance checks): the network, the loss, the optimiser and
+    the harness it imports nothing else (harness.conformance checks): the network, the loss, the optimiser and
     the loop are written again in the framework's idiom (MindSpore: nn.Cell networks, a loss Cell, nn.TrainOneStepCell,
     ms.amp.build_train_network for AMP; PyTorch: nn.Module networks, zero_grad(set_to_none=True), forward,
     loss.backward(), optimizer.step(), torch.autocast for AMP)."""

@@ -86,11 +86,12 @@ REPRODUCE = REPO / "reproduce.sh"
 
 
 def copy_reproduce(clone: Path) -> None:
-    """reproduce.sh into a stand-in clone, with the one file it sources (tools/unexpected.sh: its line for a failure no
-    line of it foresaw)."""
+    """reproduce.sh into a stand-in clone, with the files it reads (tools/unexpected.sh: its line for a failure no line
+    of it foresaw; tools/reproduce_usage.txt: its usage)."""
     (clone / "tools").mkdir(parents=True, exist_ok=True)
     shutil.copy(REPRODUCE, clone / "reproduce.sh")
-    shutil.copy(REPO / "tools" / "unexpected.sh", clone / "tools" / "unexpected.sh")
+    for name in ("unexpected.sh", "reproduce_usage.txt"):
+        shutil.copy(REPO / "tools" / name, clone / "tools" / name)
 
 
 def checkout_without_venv(tmp_path: Path) -> Path:

@@ -1,4 +1,4 @@
-"""Conformance: every framework back-end, scenario, model folder (harness.config.conformance: its package, framework
+"""Conformance: every framework back-end, scenario, model folder (harness.conformance: its package, framework
 files, event-log rules and reference loops), operator, passes and inference file and dataset provides what
 harness/contracts.py declares, with the declared parameter names. Back-ends, scenarios, model packages and datasets
 are imported (they import no framework at module level); model, reference, operator, passes and inference files are
@@ -17,10 +17,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness import contracts, frameworks, scenarios
+from harness import conformance, contracts, frameworks, scenarios
 from harness import data as datasets
-from harness.config import conformance, matrix
-from harness.config.conformance import module_functions, problems, source_functions
+from harness.config import matrix
+from harness.conformance import module_functions, problems, source_functions
 from harness.scenarios import SCENARIO_FOR_KIND
 
 HARNESS = Path(__file__).resolve().parent.parent / "harness"
@@ -61,7 +61,7 @@ def test_every_cell_kind_has_a_scenario():
 @pytest.mark.parametrize("model", MODELS)
 def test_every_model_folder_is_whole(model):
     """Its package (MLPERF_KEYS, what it declares for the passes), each framework's file and its workload class, its
-    event-log rules and each framework's reference loop (harness.config.conformance, which `harness run` and `harness
+    event-log rules and each framework's reference loop (harness.conformance, which `harness run` and `harness
     list` also apply)."""
     assert conformance.model_problems(model) == []
 

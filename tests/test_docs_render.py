@@ -30,13 +30,14 @@ def _markdown(names) -> str:
 
 @pytest.fixture
 def repo(tmp_path):
-    """A repository in miniature: docs/runs/cpu-quick and cpu-target (copies of SOURCE), the committed GPU runs and
-    docs/at-best, reproduce.sh, and the doc files."""
+    """A repository in miniature: docs/runs/cpu-quick and cpu-target (copies of SOURCE), the committed GPU runs, the
+    Intel Xeon's quick run and docs/at-best, reproduce.sh, and the doc files."""
     for run in (docs.QUICK, docs.TARGET):
         shutil.copytree(SOURCE, tmp_path / docs.RUNS_DIR / run, symlinks=True)
     for run in docs.GPU:
         shutil.copytree(REPO / docs.RUNS_DIR / run, tmp_path / docs.RUNS_DIR / run, symlinks=True)
     (tmp_path / docs.RUNS_DIR / "allocator").symlink_to(REPO / docs.RUNS_DIR / "allocator")   # read, never written
+    (tmp_path / docs.RUNS_DIR / docs.QUICK_INTEL).symlink_to(REPO / docs.RUNS_DIR / docs.QUICK_INTEL)   # likewise
     shutil.copytree(REPO / "docs" / "at-best", tmp_path / "docs" / "at-best")   # the GPU measurements beside them
     shutil.copy(REPO / "reproduce.sh", tmp_path / "reproduce.sh")                # each platform's default profile
     meta = tmp_path / docs.RUNS_DIR / docs.QUICK / "run.json"   # the stand-in for the quick profile's run

@@ -11,6 +11,7 @@ from harness.docs import blocks as docs
 from harness.docs import start
 from harness.docs.render import Run
 from harness.estimate import booking
+from harness.paths import cpu_family
 from harness.preflight import NEXT, Row
 from harness.preflight import data as preflight_data
 from harness.preflight.render import next_step
@@ -88,9 +89,14 @@ def test_cpu_block_is_the_committed_runs(rendered):
     skipped = sum(r["status"] == "skipped" for r in results)
     assert f"`done: {ok} ok, {skipped} skipped; results in DIR`" in quick[6]
     assert f"`done: {sum(r['status'] == 'ok' for r in _results(docs.TARGET))} ok; results in DIR`" in target[6]
-    # the expected run's CPU is named, and each CPU family's verdicts are given
-    assert _env(docs.QUICK)["cpu"]["model"] in text.split("\n")[0]
-    assert _env("allocator/tcmalloc-1")["cpu"]["model"] in text.split("\n")[0]
+    # the expected run's CPU family is named, and each family's verdicts, from its whole quick run where one is
+    # committed (the Intel Xeon's), with its time
+    first = text.split("\n")[0]
+    assert f"on {cpu_family(_env(docs.QUICK)['cpu']['model'])} (`{docs.QUICK}`)" in first
+    xeon = {c.id: c.verdict for c in evaluate(_results(docs.QUICK_INTEL), platform="cpu", profile="quick")}
+    assert (f"on {cpu_family(_env(docs.QUICK_INTEL)['cpu']['model'])} (`{docs.QUICK_INTEL}`, "
+            f"{Run.load(RUNS / docs.QUICK_INTEL).wall()}): " + ", ".join(f"{c} {v}" for c, v in xeon.items())) in first
+    assert "allocator/" not in first   # the partial runs are the families table's, not the start block's
     # the build's time and disk are host.toml's
     host = preflight_data.host()
     assert host["build"]["cpu-native"]["time"].split(",")[0] in rows[1][2]
@@ -147,24 +153,34 @@ def test_cpu_families_are_what_the_runs_give(rendered):
         meta = json.loads((RUNS / run / "run.json").read_text())
         verdicts[run] = {c.id: c.verdict for c in evaluate(_results(run), platform="cpu", profile=meta["profile"])}
     lines = {line.split(" | ")[1]: line for line in text.splitlines() if line.startswith("| ") and "`" in line}
-    epyc = next(line for names, line in lines.items() if f"`{docs.QUICK}`" in names)
-    assert epyc.startswith(f"| {_env(docs.QUICK)['cpu']['model']} ")
+    epyc = next(line for names, line in lines.items() if names == f"`{docs.QUICK}`")
+    assert epyc.startswith(f"| {cpu_family(_env(docs.QUICK)['cpu']['model'])} ")
     assert f"| {verdicts[docs.QUICK]['O1']} |" in epyc
+    # the Intel Xeon's whole quick run: a row of its own, every claim measured, before its partial runs
+    whole = lines[f"`{docs.QUICK_INTEL}`"]
+    mine = {c.id: c.verdict for c in evaluate(_results(docs.QUICK_INTEL), platform="cpu", profile="quick")}
+    assert whole.startswith("| Intel Xeon (2 cores) |") and " | ".join(mine.values()) in whole
+    assert list(lines).index(f"`{docs.QUICK_INTEL}`") < min(i for i, n in enumerate(lines) if "allocator/" in n)
     xeon = [line for names, line in lines.items() if "allocator/" in names]
+    assert all(line.split(" | ")[1].endswith(" (C1's and Figure 5's cells only)") for line in xeon)
     words = {w for line in xeon for w in line.replace(",", " ").split()}
     assert len(xeon) == 2 and {"tcmalloc", "glibc-tuned"} <= words
-    named = sorted(n.strip("`") for line in xeon for n in line.split(" | ")[1].split(", "))
+    named = sorted(n.strip("`") for line in xeon
+                   for n in line.split(" | ")[1].removesuffix(" (C1's and Figure 5's cells only)").split(", "))
     assert named == sorted(f"allocator/{a}" for a in allocator)   # every committed run, each once
     column = 3 + list(TITLES).index("O1")   # CPU, runs, allocators, then the claims
     for line in xeon:
         cells = [c.strip() for c in line.strip("|").split(" | ")]
-        got = {verdicts[n.strip("`")]["O1"] for n in cells[1].split(", ")}
+        got = {verdicts[n.strip("`")]["O1"] for n in cells[1].split(" (")[0].split(", ")}
         assert len(got) > 1 or cells[column] == got.pop(), line
     # C1's GRU ratio, MindSpore over PyTorch throughput, as the allocator summary gives it
     from harness.host import allocator_effect
 
     gru = [allocator_effect.summarise_run(RUNS / "allocator" / a)["c1"]["gru"]["ratio"] for a in allocator]
-    assert f"{min(gru):.2f}-{max(gru):.2f}" in text
+    intel = allocator_effect.summarise_run(RUNS / docs.QUICK_INTEL)["c1"]["gru"]["ratio"]
+    assert f"| {intel:.2f} |" in whole
+    assert f"{min(gru + [intel]):.2f}-{max(gru + [intel]):.2f}" in text   # the family's span, in the prose
+    assert f"compared with `{docs.QUICK_INTEL}`, the expected results there" in text
     assert f"{allocator_effect.summarise_run(RUNS / docs.QUICK)['c1']['gru']['ratio']:.2f}" in epyc
 
 
@@ -176,5 +192,6 @@ def test_a_run_on_another_cpu_gets_its_own_row(tmp_path):
     runs = [Run.load(tmp_path / r) for r in (docs.QUICK, "allocator/tcmalloc-1", "allocator/tcmalloc-2")]
     runs[2].env = {**runs[2].env, "cpu": {**runs[2].env["cpu"], "model": "Some Other CPU"}}
     text = start.cpu_families(runs)
-    assert "| Some Other CPU (2 cores) | `allocator/tcmalloc-2` |" in text
-    assert "`allocator/tcmalloc-1` |" in text and "`allocator/tcmalloc-1`, `allocator/tcmalloc-2`" not in text
+    only = " (C1's and Figure 5's cells only) |"   # both took --only
+    assert f"| Some Other (2 cores) | `allocator/tcmalloc-2`{only}" in text   # the family: its model's first words
+    assert f"`allocator/tcmalloc-1`{only}" in text and "`allocator/tcmalloc-1`, `allocator/tcmalloc-2`" not in text

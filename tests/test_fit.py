@@ -160,6 +160,7 @@ def test_a_run_under_hours_replans_and_its_report_lists_what_it_left_out(tmp_pat
 
     monkeypatch.setattr(runner, "_run_child", fake_child)
     monkeypatch.setattr(envinfo, "capture", lambda probe_frameworks=True: {"hostname": "test"})
+    monkeypatch.setattr(envinfo, "cpu_model", lambda: "AMD EPYC")   # priced from cpu-quick on any host's CPU
     matrix = write_matrix(tmp_path / "m.toml", epochs=2, frameworks=("pytorch", "mindspore"),
                           modes=("eager", "graph", "pynative"))
     out = tmp_path / "run"

@@ -158,10 +158,6 @@ def folder_edges(all_edges: set[tuple[str, str, str]]) -> dict[tuple[str, str], 
 # may come back; one that is gone is struck from here, so that it cannot come back either.
 BACK = {
     ("config", "claims"): "matrix: the settings the claims compare (claim_repeats, claims first) are the claims' own",
-    ("config", "contracts"): "conformance: the check of models and datasets against the contracts",
-    ("config", "results"): "conformance: the event log's key vocabulary, which a model's MLPERF_KEYS must use",
-    ("launch", "estimate"): "the runner's and a booking's estimate of the run",
-    ("scenarios", "launch"): "operator/ops.py: timing by turns (launch/turns.py)",
 }
 
 

@@ -323,8 +323,9 @@ def test_the_quick_profile_bounds_figure_5s_extra_groups_by_a_budget_of_operator
 def test_the_runners_budget_estimates_a_process_from_the_operator_results_that_measured_one(monkeypatch):
     """An operator result with no elapsed time (resumed from an older run, or failed before its clock) is left out
     of the estimate of one process's cost, not counted as a 0 s process that would let the budget hold more."""
-    from harness.launch import runner, sequential, turns
+    from harness.launch import runner, sequential
     from harness.results.store import RunStore
+    from harness.scenarios.operator import turns
 
     results = [r for r in RunStore("docs/runs/cpu-quick").results() if r.get("kind") == "operator"]
     assert len(results) >= 24

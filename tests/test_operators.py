@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from harness.host import allocator
-from harness.launch import turns
 from harness.results import measure
 from harness.scenarios.operator import ops as operators
+from harness.scenarios.operator import turns
 from tests.helpers import harness, quick_pynative_matrix
 
 
@@ -82,13 +82,14 @@ def test_one_configuration_in_both_frameworks_through_the_runner(tmp_path):
         assert used == allocator.choose(r["framework"], kind="operator")[0]
         assert used == "tcmalloc" or not allocator.find_library("tcmalloc"), r["process_env"]
     # one process per cell and repeat; a repeat's three cells alive at once, timing one block each in turn
-    # (harness.launch.turns): one group per repeat, each cell with its place in it and the group's rounds of blocks
+    # (harness.scenarios.operator.turns): one group per repeat, each cell with its place in it and the group's rounds
+    # of blocks
     for k in (0, 1):
         group = [r for r in results if r["repeat"] == k]
         assert len({r["turns"]["group"] for r in group}) == 1 and len(group) == 3
         assert sorted(r["turns"]["position"] for r in group) == [0, 1, 2]
         assert all(r["turns"]["rounds"] == turns.ROUNDS == len(r["block_times_s"]) for r in group)
-        # the host memory's state just before each block (harness.launch.turns.Probe), kept with the blocks
+        # the host memory's state just before each block (harness.scenarios.operator.turns.Probe), kept with the blocks
         assert all(len(r["probe_s"]) == turns.ROUNDS and min(r["probe_s"]) > 0 for r in group)
         # each process imported its framework on any core, then confined every thread to the operator's one core
         assert all(r["settings"]["cpu_cores"] == [min(os.sched_getaffinity(0))] for r in group)

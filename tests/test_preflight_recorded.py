@@ -16,6 +16,7 @@ import sys
 import pytest
 
 from harness.host import allocator, configdiff, envinfo
+from harness.paths import expected_runs
 from harness.preflight import NOTE, PASS, data
 from harness.preflight import __main__ as pf
 from harness.preflight import host as probe
@@ -164,7 +165,9 @@ def test_the_expected_runs_env_json_is_read_once(monkeypatch):
     real = probe.Path.read_text
     monkeypatch.setattr(probe.Path, "read_text", lambda self, *a, **k: reads.append(self) or real(self, *a, **k))
     probe.collect("cpu", mode="native", env={"PYTHON": sys.executable, "PATH": os.environ["PATH"]})
-    assert [p for p in reads if p.name == "env.json"] == [REPO / "docs" / "runs" / "cpu-quick" / "env.json"]
+    # each committed quick run's, to find the nearest CPU's, and none twice
+    want = [f / "env.json" for f in expected_runs("cpu", "quick")]
+    assert len(want) > 1 and [p for p in reads if p.name == "env.json"] == want
 
 
 def test_a_recording_from_before_these_facts_still_loads(tmp_path, monkeypatch, capsys):

@@ -1,7 +1,8 @@
 """harness/preflight/shell.py, what reproduce.sh asks Python to decide, run as the script runs it (`python3 -m
 harness.preflight.shell QUESTION ...`) on planted inputs: a fake /dev (HARNESS_DEV_DIR), a stand-in `npu-smi` (NPU_SMI),
-a Python that lacks a framework (a sitecustomize hiding it), allocator libraries found or not. Its answers are the
-preflight's (checks_cuda, checks_ascend, parse.ascend_chip over ascend.toml) and the harness's (`harness list`)."""
+a Python that lacks a framework (a sitecustomize hiding it), the engine and the HwHiAiUser group. Its answers are the
+preflight's (checks_cuda, checks_ascend, parse.ascend_chip over ascend.toml, step.device_flags) and the harness's
+(`harness list`)."""
 
 import os
 import subprocess
@@ -10,8 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.host import allocator
-from harness.preflight import checks_allocator, data, parse, shell
+from harness.preflight import data, parse, shell, step
 from harness.preflight.checks_ascend import NO_NPU
 from harness.preflight.checks_cuda import NO_GPU
 from tests.conftest import REPO
@@ -208,24 +208,52 @@ def test_a_glob_that_selects_no_cell_is_refused_unless_only_printed(tmp_path):
     assert dry.returncode == 0 and dry.stdout == ""
 
 
-# --- allocators: what root installs ------------------------------------------------------------------------------
+# --- container: the arguments of `ENGINE run` that reach the devices -------------------------------------------------
 
 
-@pytest.mark.parametrize("tools, found, said", [
-    (("apt-get", "dnf"), (), ["tool apt-get", "package libtcmalloc-minimal4", "package libjemalloc2"]),
-    (("apt-get",), ("tcmalloc",), ["tool apt-get", "package libjemalloc2"]),
-    (("apt-get",), ("tcmalloc", "jemalloc"), []),
-    (("dnf",), (), ["tool dnf", "package /usr/lib64/libtcmalloc_minimal.so.4"]),
-    (("dnf",), ("tcmalloc",), []),   # dnf: tcmalloc alone, the allocator PyTorch's cells prefer
-    ((), (), []),
+def test_cuda_passes_every_gpu_as_each_engine_asks_and_keeps_the_jit_cache_on_the_host(tmp_path):
+    """docker's --gpus, podman's CDI request (the preflight's step container takes the same); the driver's JIT cache
+    in a kept host folder, $XDG_CACHE_HOME's or ~/.cache's, which the script makes before the run."""
+    tail = ["--network", "host", "-v", f"{tmp_path}/xdg/ms-pt-harness/cuda-jit:/cache/cuda-jit"]
+    for engine, rootless, gpus in (("docker", "0", ["--gpus", "all"]), ("/usr/bin/podman", "1", [
+            "--device", "nvidia.com/gpu=all"]), ("podman", "0", ["--device", "nvidia.com/gpu=all"])):
+        proc = ask("container", "cuda", engine, rootless, env={"XDG_CACHE_HOME": str(tmp_path / "xdg")})
+        assert proc.returncode == 0, proc.stderr
+        said = answer(proc)
+        assert said[0] == ("made", f"{tmp_path}/xdg/ms-pt-harness/cuda-jit")
+        assert [v for k, v in said if k == "arg"] == gpus + tail == step.device_flags(
+            "cuda", "podman" in engine, rootless == "1", [], None) + tail
+    home = ask("container", "cuda", "docker", "0", env={"XDG_CACHE_HOME": "", "HOME": str(tmp_path)})
+    assert answer(home)[0] == ("made", f"{tmp_path}/.cache/ms-pt-harness/cuda-jit")
+
+
+ASCEND_FIXED = ["--device", "/dev/davinci_manager", "--device", "/dev/devmm_svm", "--device", "/dev/hisi_hdc",
+                "-v", "/usr/local/dcmi:/usr/local/dcmi:ro", "-v", "/usr/local/bin/npu-smi:/usr/local/bin/npu-smi:ro",
+                "-v", "/usr/local/Ascend/driver/lib64/:/usr/local/Ascend/driver/lib64/:ro",
+                "-v", "/usr/local/Ascend/driver/version.info:/usr/local/Ascend/driver/version.info:ro",
+                "-v", "/etc/ascend_install.info:/etc/ascend_install.info:ro", "--network", "host"]
+
+
+@pytest.mark.parametrize("engine, rootless, group, added", [
+    ("podman", "1", 1001, ["--group-add", "keep-groups"]),   # rootless podman: the caller's own groups
+    ("podman", "0", 1001, ["--group-add", "1001"]),          # rootful podman and docker: HwHiAiUser's number
+    ("docker", "0", 1001, ["--group-add", "1001"]),
+    ("docker", "0", None, []),                               # no such group here: none added
 ])
-def test_root_installs_the_allocators_this_host_lacks_with_its_package_tool(monkeypatch, capsys, tools, found, said):
-    monkeypatch.setattr(shell.shutil, "which", lambda name: f"/usr/bin/{name}" if name in tools else None)
-    monkeypatch.setattr(allocator, "find_library", lambda name: f"/usr/lib/{name}.so" if name in found else None)
-    assert shell.main(["allocators"]) == 0
-    assert capsys.readouterr().out.splitlines() == said
-    if said[:1] == ["tool apt-get"]:   # the packages the preflight's install line names
-        assert {line.split(" ", 1)[1] for line in said[1:]} <= set(checks_allocator.DEBIAN.values())
+def test_ascend_passes_the_npus_given_the_drivers_group_and_files(monkeypatch, capsys, engine, rootless, group,
+                                                                  added):
+    import grp
+
+    def getgrnam(name):
+        if name != "HwHiAiUser" or group is None:
+            raise KeyError(name)
+        return grp.struct_group(("HwHiAiUser", "x", group, []))
+
+    monkeypatch.setattr(grp, "getgrnam", getgrnam)
+    assert shell.main(["container", "ascend", engine, rootless, "/dev/davinci0", "/dev/davinci3"]) == 0
+    said = [tuple(line.split(" ", 1)) for line in capsys.readouterr().out.splitlines()]
+    assert all(k == "arg" for k, _ in said)
+    assert [v for _, v in said] == ["--device", "/dev/davinci0", "--device", "/dev/davinci3", *added, *ASCEND_FIXED]
 
 
 # --- where it runs --------------------------------------------------------------------------------------------------

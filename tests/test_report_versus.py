@@ -1,10 +1,17 @@
-"""Why a ratio moves on another CPU (harness.report.explain.versus): a report of a run whose processor is not its
-expected results' says, under each "Why", how each framework's profiled step moved between the two, and which
-categories make most of the change."""
+"""Why a ratio moves on another CPU (harness.report.explain.versus): a report says, under each "Why", how each
+framework's profiled step moved between its host and the committed run on another processor, and which categories
+make most of the change. And which committed run a host is compared with: the nearest CPU's (harness.paths)."""
 
 from __future__ import annotations
 
-from harness.paths import REPO
+import json
+
+import pytest
+
+from harness import paths
+from harness.host import configdiff
+from harness.paths import REPO, RUNS
+from harness.preflight import host as preflight_host
 from harness.report import build, explain
 
 
@@ -33,5 +40,47 @@ def test_a_run_on_another_cpu_says_why_against_the_expected_run_and_the_expected
     assert gru["versus"].startswith("GRU encoder-decoder on Multi30K English-French: against docs/runs/cpu-quick "
                                     "(AMD EPYC), PyTorch eager's step ")
     assert "of MindSpore GRAPH's " in gru["versus"]   # the framework whose step moved most on the Xeon
-    expected = build.collect([REPO / "docs" / "runs" / "cpu-quick"])
-    assert not any(e.get("versus") for e in expected["why"])
+    # The AMD EPYC's run against the nearest other processor's, the Intel Xeon's whole quick run, and back.
+    epyc = next(e for e in build.collect([RUNS / "cpu-quick"])["why"] if e["model"] == "gru")
+    assert epyc["versus"].startswith("GRU encoder-decoder on Multi30K English-French: against docs/runs/"
+                                     "cpu-quick-intel-xeon (Intel(R) Xeon(R) Processor")
+    xeon = next(e for e in build.collect([RUNS / "cpu-quick-intel-xeon"])["why"] if e["model"] == "gru")
+    assert xeon["versus"].startswith("GRU encoder-decoder on Multi30K English-French: against docs/runs/cpu-quick "
+                                     "(AMD EPYC), PyTorch eager's step ")
+
+
+@pytest.mark.parametrize("model, family", [
+    ("Intel(R) Xeon(R) Processor @ 2.50GHz", "Intel Xeon"), ("Intel(R) Xeon(R) Processor", "Intel Xeon"),
+    ("AMD EPYC", "AMD EPYC"), ("AMD EPYC 7B13 64-Core Processor", "AMD EPYC"),
+    ("Intel(R) Core(TM) i7-1165G7 @ 2.80GHz", "Intel Core"), ("", "unknown CPU"), (None, "unknown CPU")])
+def test_a_cpu_model_reduces_to_its_family(model, family):
+    assert paths.cpu_family(model) == family
+
+
+@pytest.mark.parametrize("cpu, run", [
+    ("Intel(R) Xeon(R) Processor @ 2.50GHz", "cpu-quick-intel-xeon"),   # the same family
+    ("Intel(R) Core(TM) i7-1165G7 @ 2.80GHz", "cpu-quick-intel-xeon"),   # the same vendor, the nearest measured
+    ("AMD EPYC 9654 96-Core Processor", "cpu-quick"),
+    ("Neoverse-N1", "cpu-quick"), (None, "cpu-quick")])                    # none nearer: the reference run
+def test_a_host_is_compared_with_the_run_of_the_nearest_cpu(cpu, run):
+    assert paths.expected_run("cpu", "quick", cpu) == RUNS / run
+    assert paths.expected_run("cpu", "target", cpu) == RUNS / "cpu-target"   # one CPU measured: that one
+    assert paths.expected_run("cpu", "nonesuch", cpu) is None
+    # --check's rows read the same run (its CPU, allocators and largest cell)
+    assert (preflight_host.expected_run_facts(cpu=cpu) or {}).get("name") == run
+
+
+def test_the_banner_names_the_run_it_compares_with(tmp_path):
+    """An Intel host without tcmalloc: its banner compares with the Intel Xeon's run, and names it."""
+    meta = {"platform": "cpu", "profile": "quick", "synthetic": "cifar10"}
+    env = json.loads((RUNS / "cpu-quick-intel-xeon" / "env.json").read_text())
+    assert configdiff.expected_for(meta, env) == RUNS / "cpu-quick-intel-xeon"
+    assert not [d for d in configdiff.differences(meta, env) if d["what"] == "CPU"]
+    xeon = env["cpu"]["model"]
+    env["cpu"]["model"] = "AMD EPYC"
+    assert configdiff.expected_for(meta, env) == RUNS / "cpu-quick"
+    assert not [d for d in configdiff.differences(meta, env) if d["what"] == "CPU"]
+    env["cpu"]["model"] = "Intel(R) Core(TM) i7-1165G7 @ 2.80GHz"   # a laptop: the Xeon's run, the CPU named
+    assert [d["expected"] for d in configdiff.differences(meta, env) if d["what"] == "CPU"] == [xeon]
+    h = {"meta": meta, "env": env}
+    assert build._expected_name(h) == "docs/runs/cpu-quick-intel-xeon"

@@ -54,7 +54,8 @@ def _python311(tmp_path: Path, *, ensurepip: bool = True, venv_fails: bool = Fal
     `-m harness run/report` exit with run_rc/report_rc. `import ensurepip, venv` fails unless `ensurepip` or the
     file ensurepip-installed exists (the apt-get stand-in makes it, as installing python3.11-venv would); likewise
     ctypes finds libgomp.so.1 where `libgomp` or libgomp-installed (apt-get install libgomp1). What the script asks
-    harness/preflight/shell.py it answers as this interpreter does (it runs it)."""
+    harness/preflight/shell.py, and the build it leaves to harness/preflight/venvbuild.py, this interpreter runs (which
+    asks the stand-in itself, by its path, what it can import, and makes the venv with it)."""
     fake = tmp_path / "fake"
     marker = tmp_path / "ensurepip-installed"
     gomp = tmp_path / "libgomp-installed"
@@ -73,7 +74,9 @@ case "$1" in
         *%d.%d.%d*) echo 3.11.2 ;;
         *version_info*) echo 3.11 ;;
       esac ;;
-  -m) [ "$2" != harness.preflight.shell ] || exec '{os.path.realpath(sys.executable)}' "$@"
+  -m) case "$2" in
+        harness.preflight.shell|harness.preflight.venvbuild) exec '{os.path.realpath(sys.executable)}' "$@" ;;
+      esac
       if [ "$2" = venv ]; then
         [ {int(venv_fails)} = 0 ] || {{ echo "Error: Command '-m ensurepip' returned exit status 1." >&2; exit 1; }}
         mkdir -p "$3/bin" && cp {venv_python} "$3/bin/python"

@@ -239,7 +239,8 @@ def test_cuda_sampler_uses_nvml_for_the_visible_device_and_measures_energy(monke
     monkeypatch.setitem(sys.modules, "pynvml", fake)
     env = {"CUDA_VISIBLE_DEVICES": "2,3", "HARNESS_TELEMETRY_INTERVAL_S": "0.02"}
     sampler = telemetry.for_platform("cuda", local_rank=1, env=env)
-    rec, events, t0 = _run_cell_like(sampler)
+    # Epochs long enough for 10 samples at a 20 ms interval with room to spare on a loaded machine (about 50 at rest).
+    rec, events, t0 = _run_cell_like(sampler, epoch_s=0.3)
     assert fake.handles and set(fake.handles) == {3}, "local rank 1 with CUDA_VISIBLE_DEVICES=2,3 is GPU 3"
     assert fake.shutdowns == 1
     keys = telemetry.summarise(rec, events, {}, "model", {}, t0, framework_peak_mb=2048.0,

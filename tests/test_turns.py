@@ -1,5 +1,5 @@
-"""Timing by turns (harness.launch.turns): the pipes' protocol between the runner and a group's children, the paired
-ratio it gives (harness.results.measure.OpConfig), and a run whose operator configurations take turns."""
+"""Timing by turns (harness.scenarios.operator.turns): the pipes' protocol between the runner and a group's children,
+the paired ratio it gives (harness.results.measure.OpConfig), and a run whose operator configurations take turns."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import pytest
 from scipy import stats
 
 from harness.errors import HarnessError
-from harness.launch import turns
 from harness.results import measure
+from harness.scenarios.operator import turns
 
 
 def _members(group: turns.Group, rounds: int, log: list,

@@ -22,7 +22,7 @@ class CellContext:
     world_size: int = 1
     settings: dict[str, Any] = field(default_factory=dict)   # per-framework process settings applied
     profile_dir: str | None = None   # where the profiled pass keeps its profiler's output (None: no profiled pass)
-    # an operator cell timed by turns with its partners (harness.launch.turns), or None
+    # an operator cell timed by turns with its partners (harness.scenarios.operator.turns), or None
     turns: dict[str, Any] | None = None
     # Micro-batches a training step takes its batch in (gradient accumulation; harness.devices.memory.plan): 1, the
     # whole batch at once, unless the device cannot hold it.

@@ -151,8 +151,9 @@ class Matrix:
         return cap if given else max(cap, int(self.profile(profile_name).get("operator_max_repeats", cap)))
 
     def operator_budget_s(self, profile_name: str) -> float | None:
-        """The operator cells' own seconds (harness.launch.turns.own_seconds, summed over the run) past which Figure 5's
-        precision rule asks for no more groups: the profile's `operator_budget_s`, None where it sets none."""
+        """The operator cells' own seconds (harness.scenarios.operator.turns.own_seconds, summed over the run) past
+        which Figure 5's precision rule asks for no more groups: the profile's `operator_budget_s`, None where it sets
+        none."""
         budget = self.profile(profile_name).get("operator_budget_s")
         return None if budget is None else float(budget)
 

@@ -147,7 +147,7 @@ class _Checker:
         for k in MODEL_REQUIRED:
             if k not in m:
                 self.fail(where, f"has no '{k}'; add {k} = ...")
-        # Whether its folder and its dataset's file are whole is harness.config.conformance's check (harness run, list).
+        # Whether its folder and its dataset's file are whole is harness.conformance's check (harness run, list).
         for prof, over in m.get("profile", {}).items():
             self.one_of(f"{where} profile", prof, list(self.data.get("profiles", {})), "name a [profiles.*] table")
             self.keys(f"{where} profile.{prof}", over, MODEL_PROFILE_KEYS)

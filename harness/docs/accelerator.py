@@ -9,7 +9,10 @@ what those runs measured on their GPU. Made from committed run folders and harne
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
 from harness.config import matrix
 from harness.devices import memory as devicememory
@@ -35,6 +38,18 @@ FITS = (("one V100 16 GB", "V100-16"), ("one V100 32 GB", "V100-32"), ("one H100
 BOOKED = (8, 24)
 
 
+@functools.cache
+def projection(root: Path, profile: str, platform: str, device: str | None, devices: int) -> dict[str, Any]:
+    """harness.estimate.booking.project of a profile on one host, from the committed runs under `root` the run there
+    would read (its profile's own first), the cells its device's memory cannot hold left out: made once per host for
+    every block that states it (the tables here, the start blocks), with `memory_gib`, a device's memory it planned
+    with. Read-only for its callers."""
+    folders, _ = estimate.references(platform, profile, root)
+    memory = devicememory.table_gib(device or estimate.reference_device(folders[0]))
+    return {**booking.project(matrix.load(), profile, platform, run=folders, device=device, devices=devices,
+                              memory=memory), "memory_gib": memory[0]}
+
+
 def booking_fits(gpu: Sequence[Run], m) -> str:
     """Per host, what `--hours 8` and `--hours 24` plan at the estimate's upper bound: the runs that fit, what is not
     decided and why (every other part of every claim is), and the cells left out (harness.estimate.booking.hours)."""
@@ -42,9 +57,7 @@ def booking_fits(gpu: Sequence[Run], m) -> str:
             + " |", "|---|" + "---|" * len(BOOKED)]
     for who, name in FITS:
         platform, device, devices = booking.BOOKINGS[name]
-        folders, _ = estimate.references(platform, "accelerator", gpu[0].path.parent)
-        memory = devicememory.table_gib(device)
-        p = booking.project(m, "accelerator", platform, run=folders, device=device, devices=devices, memory=memory)
+        p = projection(gpu[0].path.parent, "accelerator", platform, device, devices)
         cols = []
         for h in BOOKED:
             f = booking.hours(p, m, "accelerator", h)
@@ -69,9 +82,7 @@ def accelerator_estimates(runs: Sequence[Run]) -> str:
     priced: set[str] = set()   # the models whose MindSpore cells some row priced from the CPU ratio
     for who, profile, platform, device, devices in HOSTS:
         # The runs the runner itself would read on that host (its profile's own first), among the committed ones.
-        folders, _ = estimate.references(platform, profile, gpu[0].path.parent)
-        memory = devicememory.table_gib(device or estimate.reference_device(folders[0]))
-        p = booking.project(m, profile, platform, run=folders, device=device, devices=devices, memory=memory)
+        p = projection(gpu[0].path.parent, profile, platform, device, devices)
         parts = sorted(p["groups"].items(), key=lambda kv: -kv[1])[:3]
         priced.update(p["ms_priced"])
         # the cells the run there skips for memory, as the estimate decided them
@@ -88,7 +99,7 @@ def accelerator_estimates(runs: Sequence[Run]) -> str:
                     + ", ".join(f"{name} {duration(s)}" for name, s in parts) + " | "
                     + ", ".join(f"{model} {m['here']}/{m['cells']}" for model, m in sorted(p["per_model"].items()))
                     + f" | {p['device_short']} | "
-                    + (f"{', '.join(big)} cells ({memory[0]:.0f} GiB a device)" if big else "none") + " |")
+                    + (f"{', '.join(big)} cells ({p['memory_gib']:.0f} GiB a device)" if big else "none") + " |")
     ratios = p["ratios"]
     ms = "; ".join(f"{m} {ratios.overall(m):.2f} ({lo:.2f}-{hi:.2f})" for m in sorted(priced)
                    if (s := ratios.spread(m)) for lo, hi in [s])

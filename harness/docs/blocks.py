@@ -39,9 +39,10 @@ from harness.results.store import write_atomic
 
 RUNS_DIR = "docs/runs"
 QUICK, TARGET = "cpu-quick", "cpu-target"   # ./reproduce.sh cpu --synthetic cifar10; ./reproduce.sh cpu --target
+QUICK_INTEL = "cpu-quick-intel-xeon"        # the same quick run on an Intel Xeon: the expected results there
 GPU = ("cuda-gpuprobe", "cuda-gpuprobe-compile", "cuda-quick")   # the H200's runs (docs/runs/README.md)
 FIX = "python -m harness docs --write"
-ALL = (QUICK, TARGET, *GPU)   # every committed run: what ran where
+ALL = (QUICK, TARGET, QUICK_INTEL, *GPU)   # every committed run: what ran where
 MEMORY = "docs/methodology/device-memory.md"
 ALLOCATOR = tuple(f"allocator/{c}-{i}" for c in ("tcmalloc", "no-tcmalloc") for i in (1, 2, 3))   # one Intel Xeon host
 
@@ -68,7 +69,8 @@ BLOCKS = (
     # README's test command as it last ran whole from a plain clone (docs/runs/fresh-host/test-command.json)
     Block("README.md", "test-command", (), docs_facts.test_command),
     # the CPU runs too: MindSpore's cells are priced from their ratio to PyTorch (harness.estimate.frameworkratio)
-    Block("ARTIFACT.md", "accelerator-estimates", (*GPU, QUICK, TARGET), docs_accelerator.accelerator_estimates),
+    Block("ARTIFACT.md", "accelerator-estimates", (*GPU, QUICK, TARGET, QUICK_INTEL),
+          docs_accelerator.accelerator_estimates),
     Block("docs/platforms/cuda.md", "gpu-measured", GPU, docs_accelerator.gpu_measured),
     # What ran where, the profiles' defaults, the `done:` range, a GPU's expectations per claim (harness.docs.facts,
     # harness.docs.gpu): each fact from one source, rendered wherever a page states it.
@@ -97,10 +99,10 @@ BLOCKS = (
           allocator_effect.table),
     # A start block per reviewer's host, and the verdicts per CPU family the committed quick runs reached
     # (harness.docs.start): the committed runs, host.toml, the preflight's lines and memory rule, the predictions.
-    Block("ARTIFACT.md", "start-cpu", (QUICK, TARGET, *ALLOCATOR), docs_start.start_cpu),
+    Block("ARTIFACT.md", "start-cpu", (QUICK, TARGET, QUICK_INTEL, *ALLOCATOR), docs_start.start_cpu),
     Block("ARTIFACT.md", "start-gpu", (QUICK, *GPU), docs_start.start_gpu),
     Block("ARTIFACT.md", "start-ascend", (QUICK, *GPU), docs_start.start_ascend),
-    Block("ARTIFACT.md", "cpu-families", (QUICK, *ALLOCATOR), docs_start.cpu_families),
+    Block("ARTIFACT.md", "cpu-families", (QUICK, QUICK_INTEL, *ALLOCATOR), docs_start.cpu_families),
     Block("README.md", "host-memory", (QUICK,), docs_start.host_memory_line),
     Block("docs/methodology/estimate.md", "held-out", (QUICK, TARGET), docs_estimate.held_out),
 )

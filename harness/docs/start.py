@@ -20,11 +20,13 @@ from harness.claims.paper import MODEL_NAMES
 from harness.config import matrix
 from harness.devices import memory as devicememory
 from harness.devices.catalog import booking as device_booking
+from harness.docs import accelerator as docs_accelerator
 from harness.docs.facts import platform_defaults
 from harness.docs.render import Run
 from harness.estimate import booking
 from harness.estimate import runtime as estimate
 from harness.host import allocator_effect, configdiff
+from harness.paths import cpu_family
 from harness.preflight import NEXT, Row
 from harness.preflight import data as preflight_data
 from harness.preflight.host import largest_rss
@@ -54,7 +56,8 @@ def _machine(r: Run) -> str:
 
 
 def _family(r: Run) -> str:
-    return (r.env.get("cpu") or {}).get("model") or "unknown CPU"
+    """The run's CPU family, as runs are matched by it (harness.paths.cpu_family: "Intel Xeon", "AMD EPYC")."""
+    return cpu_family((r.env.get("cpu") or {}).get("model"))
 
 
 # -- the preflight's lines and figures -------------------------------------------------------------------------------
@@ -125,10 +128,7 @@ def _estimate(runs: Sequence[Run], name: str) -> dict[str, Any]:
     """harness.estimate.booking.project of the accelerator profile on a booking of BOOKINGS, from the committed GPU
     runs (as the run itself estimates it)."""
     gpu = [r for r in runs if r.meta["platform"] == "cuda"]
-    platform, device, devices = booking.BOOKINGS[name]
-    folders, _ = estimate.references(platform, PROFILE, gpu[0].path.parent)
-    return booking.project(matrix.load(), PROFILE, platform, run=folders, device=device, devices=devices,
-                           memory=devicememory.table_gib(device))
+    return docs_accelerator.projection(gpu[0].path.parent, PROFILE, *booking.BOOKINGS[name])
 
 
 def _estimated(p: dict[str, Any]) -> str:
@@ -156,14 +156,18 @@ def start_cpu(runs: Sequence[Run]) -> str:
     fams = _families(runs)
     verdicts = []
     for family, group in fams.items():
-        claims = _verdicts(group)
+        whole = [r for r in group if not _partial(r)] or group   # a family's whole quick run, where one is committed
+        claims = _verdicts(whole)
         measured = [f"{c} {v}" for c, v in claims.items() if v != NOT_MEASURED]
         rest = [c for c, v in claims.items() if v == NOT_MEASURED]
-        verdicts.append(f"on {family} ({_runs_named(group)}" + (", each" if len(group) > 1 else "")
+        took = f", {whole[0].wall()}" if whole[0] is not q and not _partial(whole[0]) else ""
+        verdicts.append(f"on {family} ({_runs_named(whole)}" + (", each" if len(whole) > 1 else "") + took
                         + f"): {', '.join(measured)}" + (f"; {', '.join(rest)} {NOT} there" if rest else ""))
     return (f"**A laptop or other Linux x86_64 CPU.** Times measured on {_machine(q)}, data from a local copy (no "
             f"download in them). Verdicts to expect, by the CPU that measured them: " + "; ".join(verdicts)
-            + f". On another CPU: {NOT}; A.7 says what changed between these two.\n\n" + _numbered(rows))
+            + f". A host is compared with the run of its nearest CPU (the same family, else the same vendor; "
+            f"`--check` and the report's banner name it); another CPU's verdicts: {NOT}; A.7 says what changed "
+            f"between these.\n\n" + _numbered(rows))
 
 
 def _gpu_rows(runs: Sequence[Run], platform: str, estimates: list[tuple[str, dict[str, Any]]],
@@ -221,12 +225,18 @@ def start_ascend(runs: Sequence[Run]) -> str:
 
 # -- CPU families ------------------------------------------------------------------------------------------------------
 def _families(runs: Sequence[Run]) -> dict[str, list[Run]]:
-    """The quick-profile CPU runs by CPU model, the expected run's first."""
+    """The quick-profile CPU runs by CPU family, the reference run's family first and in each family the whole runs
+    before those that took only some cells (`--only`)."""
     out: dict[str, list[Run]] = {}
     for r in sorted((r for r in runs if r.meta["platform"] == "cpu" and r.profile == "quick"),
-                    key=lambda r: r.name != "cpu-quick"):
+                    key=lambda r: (r.name != "cpu-quick", _partial(r))):
         out.setdefault(_family(r), []).append(r)
     return out
+
+
+def _partial(r: Run) -> bool:
+    """Whether the run took only some of the profile's cells (an invocation with --only)."""
+    return any(i.get("only") for i in r.meta.get("invocations") or [] if isinstance(i, dict))
 
 
 _CLAIMS: dict[int, tuple[Run, dict[str, str]]] = {}   # id(run) -> (the run, kept alive; its verdicts), evaluated once
@@ -249,7 +259,7 @@ def _verdicts(group: Sequence[Run]) -> dict[str, str]:
     for cid in TITLES:
         vs = got.get(cid, [NOT_MEASURED])
         counts = {v: vs.count(v) for v in dict.fromkeys(vs)}
-        out[cid] = vs[0] if len(counts) == 1 else ", ".join(f"{v} in {n} runs" for v, n in counts.items())
+        out[cid] = vs[0] if len(counts) == 1 else ", ".join(f"{v} in {n} run{'s' * (n > 1)}" for v, n in counts.items())
     return out
 
 
@@ -301,14 +311,19 @@ def cpu_families(runs: Sequence[Run]) -> str:
             "|---|---|---|" + "---|" * len(TITLES) + "---|---|"]
     ratio_by: dict[str, list[float]] = {}
     o1_by: dict[str, str] = {}
-    moved: dict[str, bool] = {}   # per family: whether its allocator configurations reached different verdicts
+    moved: dict[str, bool] = {}   # per family: whether its runs reached different verdicts on a claim both measured
     for family, group in fams.items():
-        by_alloc: dict[str, list[Run]] = {}
+        by: dict[tuple[str, bool], list[Run]] = {}
         for r in group:
-            by_alloc.setdefault(_allocator(r), []).append(r)
-        o1_by[family] = _verdicts(group)["O1"] + (f" in all {len(group)} runs" if len(group) > 1 else "")
-        moved[family] = len({tuple(_verdicts([r]).values()) for r in group}) > 1
-        for alloc, rs in by_alloc.items():
+            by.setdefault((_allocator(r), _partial(r)), []).append(r)
+        o1 = _verdicts(group)["O1"]
+        o1_by[family] = o1 + (f" in all {len(group)} runs" if len(group) > 1 and " in " not in o1 else "")
+        seen: dict[str, set[str]] = {}
+        for r in group:
+            for cid, v in _run_verdicts(r).items():
+                seen.setdefault(cid, set()).add(v)
+        moved[family] = any(len(vs - {NOT_MEASURED}) > 1 for vs in seen.values())
+        for (alloc, partial), rs in by.items():
             sums = [allocator_effect.summarise_run(r.path) for r in rs]
             ratios = [s["c1"][model]["ratio"] for s in sums if model in s["c1"]]
             ratio_by.setdefault(family, []).extend(ratios)
@@ -316,23 +331,26 @@ def cpu_families(runs: Sequence[Run]) -> str:
             out = ("—" if rs[0] is ref_run else
                    f"{_span([len(configdiff.outside(s, ref)) for s in sums]).replace('.00', '')} of "
                    f"{len(sums[0]['operators'])}")
-            rows.append(f"| {family} ({(rs[0].env.get('cpu') or {}).get('cores', '?')} cores) | {_runs_named(rs)} "
-                        f"| {alloc} | " + " | ".join(verdicts.values())
+            rows.append(f"| {family} ({(rs[0].env.get('cpu') or {}).get('cores', '?')} cores) | {_runs_named(rs)}"
+                        + (" (C1's and Figure 5's cells only)" if partial else "")
+                        + f" | {alloc} | " + " | ".join(verdicts.values())
                         + f" | {_span(ratios) if ratios else NOT} | {out} |")
     others = [f for f in fams if f != _family(ref_run)]
     ref_ratio = ratio_by.get(_family(ref_run)) or []
     text = "\n".join(rows)
     if others and ref_ratio:
         o = others[0]
-        rest = [c for c, v in _verdicts(fams[o]).items() if v == NOT_MEASURED]
-        text += (f"\n\nThe runs on {o} took only the cells of C1 and Figure 5 (`--only`): {', '.join(rest)} {NOT} "
-                 f"there. On {o}, O1 read {o1_by[o]} (on {_family(ref_run)}: {o1_by[_family(ref_run)]}) and C1's "
-                 f"{name} ratio was {_span(ratio_by[o])} against {_span(ref_ratio)}; "
+        whole = next((r for r in fams[o] if not _partial(r)), None)
+        text += (f"\n\nOn {o}, O1 read {o1_by[o]} (on {_family(ref_run)}: {o1_by[_family(ref_run)]}) and C1's {name} "
+                 f"ratio was {_span(ratio_by[o])} against {_span(ref_ratio)}; "
                  + ("its runs' verdicts differ from run to run" if moved[o] else
-                    "every run there, under either allocator, reached the same verdicts")
-                 + ". So on another CPU expect the ratios to move, and a verdict near the tie band to change.")
-        why = explain.versus(name, _profiles(fams[o][0], model), _profiles(ref_run, model),
-                             f"`{ref_run.name}` ({_family(ref_run)})", at=(f"in `{fams[o][0].name}`", "there"))
+                    "every run there reached the same verdict on each claim it measured")
+                 + ". So on another CPU expect the ratios to move, and a verdict near the tie band to change"
+                 + (f"; a run on {o} is compared with `{whole.name}`, the expected results there (`--check` and the "
+                    f"report's banner name the run of the nearest CPU)" if whole else "") + ".")
+        first = whole or fams[o][0]
+        why = explain.versus(name, _profiles(first, model), _profiles(ref_run, model),
+                             f"`{ref_run.name}` ({_family(ref_run)})", at=(f"in `{first.name}`", "there"))
         if why:   # the sentence a report of that run gives under its "Why"
             text += f" Why, from both frameworks' profiled steps: {why}"
     return text

@@ -2,7 +2,8 @@
 MindSpore's accelerator cells by where no accelerator run measured MindSpore (harness.estimate.runtime,
 harness.estimate.stepmodel).
 
-From every committed CPU run (docs/runs/cpu-*) that ran both frameworks on the same cells: for each MindSpore cell,
+From every committed reference CPU run (docs/runs/cpu-<profile>: one CPU's, harness.paths.is_reference) that ran
+both frameworks on the same cells: for each MindSpore cell,
 its steady seconds per training sample (the epochs after the first: harness.estimate.stepmodel.Donor.per_sample_s) over
 PyTorch eager's in the same run at the same precision and devices (MindSpore's O2 and O3 against PyTorch's O2). A
 planned MindSpore cell takes the median of the ratios of its own model, mode and AMP level, else of its model and

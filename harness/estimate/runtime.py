@@ -22,27 +22,27 @@ from harness.config.cell import Cell
 from harness.devices.catalog import kind
 from harness.devices.query import run_device
 from harness.estimate import frameworkratio, stepmodel
-from harness.launch import turns
-from harness.paths import REPO
+from harness.paths import REPO, RUNS, expected_run, is_reference
 from harness.results import measure
 from harness.results.store import RunStore
 from harness.results.units import duration
-
-RUNS = REPO / "docs" / "runs"
-
-
-def reference(platform: str, profile: str, runs: Path = RUNS) -> Path | None:
-    folder = runs / f"{platform}-{profile}"
-    return folder if (folder / "run.json").is_file() else None
+from harness.scenarios.operator import turns
 
 
-def references(platform: str, profile: str, runs: Path = RUNS) -> tuple[list[Path], bool]:
+def reference(platform: str, profile: str, runs: Path = RUNS, cpu: str | None = None) -> Path | None:
+    """The committed run of this platform and profile, the nearest `cpu` (this host's model) where given."""
+    folder = expected_run(platform, profile, cpu, runs)
+    return folder if folder and (folder / "run.json").is_file() else None
+
+
+def references(platform: str, profile: str, runs: Path = RUNS, cpu: str | None = None) -> tuple[list[Path], bool]:
     """The committed runs an estimate reads, the first the one whose rounds and time outside the cells it takes, and
     whether that one is of this very platform and profile. On a CPU: that run alone (a CPU run's times are of its own
     host and sizes). On an accelerator: that run where it exists, then every other committed run of the platform
     (their step times serve the cells it lacks, harness.estimate.stepmodel); without any, every committed accelerator
-    run (an Ascend host's estimate from a GPU's runs, scaled to its device: harness.estimate.devicescale)."""
-    exact = reference(platform, profile, runs)
+    run (an Ascend host's estimate from a GPU's runs, scaled to its device: harness.estimate.devicescale). `cpu`:
+    this host's CPU model, on a CPU (the run of the nearest CPU, harness.paths.expected_run)."""
+    exact = reference(platform, profile, runs, cpu)
     if platform == "cpu" or not runs.is_dir():
         return ([exact] if exact else []), exact is not None
     found = sorted(p.parent for p in runs.glob("*/run.json") if p.parent != exact)
@@ -65,7 +65,7 @@ def wall_s(meta: dict[str, Any]) -> float | None:
 
 def per_cell(run: Path) -> dict[str, measure.Sample]:
     """Each cell's recorded seconds per repeat (elapsed_s over its repeats; a cell timed by turns, its share of its
-    group's: harness.launch.turns.own_seconds)."""
+    group's: harness.scenarios.operator.turns.own_seconds)."""
     return {cid: s.measure(turns.own_seconds) for cid, s in measure.summarise(RunStore(run).results()).items()}
 
 
@@ -128,12 +128,13 @@ def plan(todo: Sequence[tuple[Cell, int]], run: Path | Sequence[Path], *, here: 
 
 def _other_runs(folders: Sequence[Path]) -> dict[Path, dict[str, stepmodel.Donor]]:
     """The committed runs beside the reference folders, each as its donors (read once: their block-timed cells serve
-    the kinds the references lack, the CPU runs' pairs of frameworks give MindSpore's ratio)."""
+    the kinds the references lack, the CPU runs' pairs of frameworks give MindSpore's ratio). Of the CPU runs, the
+    references only (harness.paths.is_reference): another CPU family's run would mix two CPUs' times."""
     if not folders:
         return {}
     runs = folders[0].parent
-    return {other: stepmodel.donors(other)
-            for other in sorted(p.parent for p in runs.glob("*/run.json") if p.parent not in folders)}
+    return {other: stepmodel.donors(other) for other in sorted(p.parent for p in runs.glob("*/run.json"))
+            if other not in folders and (is_reference(other) or not other.name.startswith("cpu-"))}
 
 
 def _timed_elsewhere(others: dict[Path, dict[str, stepmodel.Donor]],
@@ -174,12 +175,12 @@ def shown(run: Path) -> str:
 
 
 def before_run(todo: Sequence[tuple[Cell, int]], profile: str, platform: str, cap: int, runs: Path = RUNS, *,
-               here: str | None = None, synthetic: Iterable[str] = (),
+               here: str | None = None, cpu: str | None = None, synthetic: Iterable[str] = (),
                skip: Callable[[Cell], str | None] = lambda c: None) -> tuple[str, list[float] | None]:
     """The one line the runner prints before the first cell (`here`: this host's device name, where known), and each
     planned run's estimated seconds in run order (RunProgress keeps what is left current with them; None without a
     reference run): one plan serves both."""
-    folders, exact = references(platform, profile, runs)
+    folders, exact = references(platform, profile, runs, cpu)
     if not folders:
         return (f"estimate: none ({len(todo)} runs planned; no reference run of the {profile} profile on {platform} "
                 f"is committed in docs/runs)"), None

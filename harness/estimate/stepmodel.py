@@ -37,8 +37,8 @@ from harness.config.spec import ModelSpec
 from harness.devices import catalog
 from harness.devices.query import run_device
 from harness.estimate import devicescale
-from harness.launch import turns
 from harness.results.store import RunStore
+from harness.scenarios.operator import turns
 
 ALL = "*"   # in a set of synthetic datasets: every dataset
 

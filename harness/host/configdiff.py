@@ -163,10 +163,17 @@ def host_tuning() -> dict[str, str | None]:
     return out
 
 
+def expected_for(meta: dict[str, Any], env: dict[str, Any]) -> Path | None:
+    """The committed run a run's results are compared with: of its platform and profile, the nearest its CPU
+    (harness.paths.expected_run)."""
+    return expected_run(meta.get("platform"), meta.get("profile"), (env.get("cpu") or {}).get("model"))
+
+
 def differences(meta: dict[str, Any], env: dict[str, Any]) -> list[dict[str, str]]:
-    """What of this run's configuration differs from its expected results', each {what, here, expected, moves}."""
+    """What of this run's configuration differs from its expected results' (expected_for), each {what, here,
+    expected, moves}."""
     platform, profile = meta.get("platform"), meta.get("profile")
-    folder = expected_run(platform, profile)
+    folder = expected_for(meta, env)
     if folder is None:
         return [{"what": "expected results", "here": f"{platform}, {profile} profile", "expected": "none committed",
                  "moves": f"nothing to compare with: no committed run of {platform}-{profile} under docs/runs"}]

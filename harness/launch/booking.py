@@ -21,9 +21,10 @@ from harness.config.cell import Cell
 from harness.errors import HarnessError
 from harness.estimate import fit as fit_mod
 from harness.estimate import runtime as estimate
+from harness.host import envinfo
 from harness.host.plan import SKIP
-from harness.launch import turns
 from harness.results.units import duration
+from harness.scenarios.operator import turns
 
 # `s` below is the runner's RunState (harness.launch.runner), not imported: the runner imports this module.
 RunState = Any
@@ -59,7 +60,8 @@ class Booked:
 def plan(s: RunState, hours: float, t0: float, here: str | None) -> Booked:
     """Fit the run's planned runs to the hours left (module docstring); say the plan; the decisions of the cells it
     leaves out become skips; s.todo becomes the first pass (tiers claims and tables)."""
-    folders, _ = estimate.references(s.platform, s.profile)
+    folders, _ = estimate.references(s.platform, s.profile,
+                                     cpu=envinfo.cpu_model() if s.platform == "cpu" else None)
     skipped = {cid: d.skip for cid, d in s.decisions.items() if d.skip}
     if folders:
         p = estimate.plan(s.todo, folders, here=here, synthetic=s.fake, skip=lambda c: skipped.get(c.id),

@@ -70,7 +70,7 @@ def main(spec_path: str) -> int:
     t_events0 = time.perf_counter() - events.elapsed()  # the event log's clock origin on the sampler's clock
     # Telemetry samples this process (this rank) from before the framework's set-up to after the scenario.
     # None for an operator cell timed by turns: its partners time their blocks while it waits, and a sampler waking in
-    # it every 0.1 s would run during their blocks, on their core (harness.launch.turns)
+    # it every 0.1 s would run during their blocks, on their core (harness.scenarios.operator.turns)
     sampler = None if ctx.turns else telemetry.for_platform(ctx.platform, ctx.local_rank)
     if sampler is not None:
         sampler.start()

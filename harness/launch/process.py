@@ -74,7 +74,8 @@ def start(argv: list[str], log_path: Path, cell_dir: Path, env: dict, timeout_s:
 
 def _hold_signals(held: list[int]) -> dict:
     """SIGINT and SIGTERM recorded into `held` instead of handled, until _restore_signals; the handlers they had.
-    Only the main thread can set handlers: elsewhere (a turn group's member, harness.launch.turns) nothing changes."""
+    Only the main thread can set handlers: elsewhere (a turn group's member, harness.scenarios.operator.turns) nothing
+    changes."""
     if threading.current_thread() is not threading.main_thread():
         return {}
     return {sig: signal.signal(sig, lambda signum, frame: held.append(signum))

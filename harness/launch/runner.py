@@ -44,13 +44,14 @@ from harness.estimate import runtime as estimate
 from harness.frameworks import backend as load_backend
 from harness.host import envinfo, platforms
 from harness.host.plan import ACCUMULATE, SKIP, CellDecision, Host
-from harness.launch import booking, faults, sequential, turns
+from harness.launch import booking, faults, sequential
 from harness.launch import process as launch
 from harness.launch.progress import EpochLines, RunProgress
 from harness.paths import REPO
 from harness.results import arith, eventlog
 from harness.results.store import SCHEMA, RunStore, write_json_atomic
 from harness.scenarios.operator import ops as operators
+from harness.scenarios.operator import turns
 
 KEEP_ON_RESUME = ("ok", "skipped", "served")   # served: a worker node's share of a multi-node cell
 PORT_TRIES = 3
@@ -159,7 +160,8 @@ class RunState:
     verdicts: Verdicts = field(init=False)
     booked: booking.Booked | None = None                   # --hours: the plan's clock and its later passes
     counts: dict[str, int] = field(default_factory=dict)   # status -> results of this invocation
-    # A turn group's cells finish in threads of their own (harness.launch.turns): the counts and lines take turns.
+    # A turn group's cells finish in threads of their own (harness.scenarios.operator.turns): the counts and lines take
+    # turns.
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -217,11 +219,16 @@ def _plan_cells(s: RunState) -> None:
               "; the 1-device cells they are measured against run on one host, without HARNESS_NNODES")
 
 
+def _cpu(platform: str) -> str | None:
+    """On a CPU, this host's model: the estimate reads the committed run of the nearest CPU (paths.expected_run)."""
+    return envinfo.cpu_model() if platform == "cpu" else None
+
+
 def _estimate(s: RunState) -> list[float] | None:
     """Say how long the run should take, from a committed reference run; each planned run's estimated seconds."""
     here = devicequery.device_name(s.platform)   # the estimate scales the reference's step times to this device
-    said, planned = estimate.before_run(s.todo, s.profile, s.platform, s.cap, here=here, synthetic=s.fake,
-                                        skip=s.host.verdict)   # the decisions' skips (Host.decide, made once)
+    said, planned = estimate.before_run(s.todo, s.profile, s.platform, s.cap, here=here, cpu=_cpu(s.platform),
+                                        synthetic=s.fake, skip=s.host.verdict)   # the decisions' skips, made once
     s.log(said)
     return planned
 
@@ -316,7 +323,7 @@ def _in_groups(entries: list[tuple[Cell, int]]) -> list[list[tuple[Cell, int]]]:
 
 def _run_entries(s: RunState, entries: list[tuple[Cell, int]], first: int) -> None:
     """Run entries (cell, repeat), the first numbered `first`: an operator configuration's cells that run now, at the
-    same repeat, as a turn group (harness.launch.turns); every other cell by itself."""
+    same repeat, as a turn group (harness.scenarios.operator.turns); every other cell by itself."""
     heads = [f"[{first + k}/{s.progress.total}] {c.id} r{r}" for k, (c, r) in enumerate(entries)]
     going = [k for k, (c, r) in enumerate(entries)
              if not _keeps(s, c, s.store.read_result(c.id, r)) and s.decisions[c.id].action != SKIP] \
@@ -332,7 +339,8 @@ def _run_entries(s: RunState, entries: list[tuple[Cell, int]], first: int) -> No
 
 def _run_turn_group(s: RunState, entries: list[tuple[Cell, int]], heads: list[str], first: int) -> None:
     """The cells of one operator configuration at once, each in a thread of its own that starts its child, their
-    timed blocks taking turns under one coordinator (harness.launch.turns). A fault in any thread is raised here."""
+    timed blocks taking turns under one coordinator (harness.scenarios.operator.turns). A fault in any thread is raised
+    here."""
     name = f"{' '.join(cellid.configuration(entries[0][0].id))} r{entries[0][1]} #{first}"
     group = turns.prepare(s.out / ".turns" / str(first), len(entries), name)
     coordinator = turns.Coordinator(group)
@@ -602,7 +610,7 @@ def _spec(store: RunStore, cell: Cell, repeat: int, platform: str, folders: dict
             "log": str(store.path(cell.id, repeat, ".log")), "process_env": process_env,
             # an operator cell on CPU: the cores its child confines itself to
             "cpu_cores": operators.cpu_cores(platform, cell.kind),
-            # an operator cell timed by turns with its configuration's others (harness.launch.turns)
+            # an operator cell timed by turns with its configuration's others (harness.scenarios.operator.turns)
             "turns": turns,
             # a training step's micro-batches (harness.devices.memory.plan; 1: the whole batch), and why it takes
             # more than one, as the host decided it (harness.host.plan.CellDecision: the override or the memory)

@@ -1,4 +1,4 @@
-"""Models: a model is its folder (`harness/models/<model>/`, harness.config.conformance lists its parts): the
+"""Models: a model is its folder (`harness/models/<model>/`, harness.conformance lists its parts): the
 framework-neutral parts in `__init__.py` (initial weights made with numpy from the seed, shapes, its MLPerf keys, and
 what it declares for the passes scenario: `contracts.PassesModel` or `contracts.NoPassesModel`), one file per
 framework (`pytorch.py`, `mindspore.py`), each a `harness.contracts.ModelModule`: `build(ctx, data) -> Workload`

@@ -1,8 +1,7 @@
 """PyTorch's documented way of feeding and mixed-precision training, for the reference loops
 (harness/models/<model>/reference_pytorch.py) only: the harness's own workloads never import it
-(harness.config.conformance
-checks), so a reference loop shares no code with the cell it is compared with, and the loops share this recipe
-instead of repeating it."""
+(harness.conformance checks), so a reference loop shares no code with the cell it is compared with, and the loops
+share this recipe instead of repeating it."""
 
 from __future__ import annotations
 

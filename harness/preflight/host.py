@@ -32,7 +32,7 @@ from typing import Any
 
 from harness.errors import HarnessError
 from harness.host import allocator, configdiff, envinfo
-from harness.paths import HARNESS, REPO, expected_run
+from harness.paths import HARNESS, REPO, expected_env
 from harness.preflight import parse
 
 NVIDIA_SMI_QUERY = ["nvidia-smi", "--query-gpu=" + ",".join(parse.QUERY_FIELDS), "--format=csv,noheader"]
@@ -214,7 +214,7 @@ def collect(platform: str, *, mode: str, image: str | None = None, env: dict[str
             h.facts["tuning"] = configdiff.host_tuning()
     h.facts["memory_gib"] = mem_total_gib()
     h.facts["datasets"] = dataset_facts(env)
-    h.facts["expected_run"] = expected_run_facts()
+    h.facts["expected_run"] = expected_run_facts(cpu=(h.facts.get("cpu") or {}).get("model"))
     return h
 
 
@@ -376,16 +376,15 @@ def largest_rss(run: Path) -> dict[str, Any] | None:
     return best
 
 
-def expected_run_facts(platform: str = EXPECTED[0], profile: str = EXPECTED[1]) -> dict[str, Any] | None:
-    """What the expected run recorded (its env.json, read once; its cells' peaks): its name, the allocators its
-    cells got, its CPU, its largest cell's peak RSS. None where that run is not committed or not readable."""
-    folder = expected_run(platform, profile)
-    try:
-        env = json.loads((folder / "env.json").read_text()) if folder else None
-    except (OSError, ValueError):
-        env = None
-    if not isinstance(env, dict):
+def expected_run_facts(platform: str = EXPECTED[0], profile: str = EXPECTED[1],
+                       cpu: str | None = None) -> dict[str, Any] | None:
+    """What the expected run recorded (its env.json, read once; its cells' peaks), the nearest CPU's to `cpu` where
+    given (harness.paths.expected_run): its name, the allocators its cells got, its CPU, its largest cell's peak
+    RSS. None where that run is not committed or not readable."""
+    found = expected_env(platform, profile, cpu)
+    if not found or not found[1]:
         return None
+    folder, env = found
     a = env.get("allocators") or {}
     return {"name": folder.name, "allocators": {k: a[k] for k in ("per_framework", "operator_cells_on_cpu") if k in a},
             "cpu": {k: v for k, v in (env.get("cpu") or {}).items() if k in ("model", "cores")},
@@ -397,5 +396,5 @@ def allocator_host(env: dict[str, str] | None = None) -> Host:
     env = dict(os.environ if env is None else env)
     h = Host("cpu", facts=os_facts(env, "native"))
     h.facts.update(allocator_facts(env))
-    h.facts["expected_run"] = expected_run_facts()
+    h.facts["expected_run"] = expected_run_facts(cpu=envinfo.cpu_model())
     return h

@@ -10,13 +10,15 @@ once, beside the preflight's own. Standard library only, any python3 from 3.8 on
     frameworks PLATFORM PROFILE PYTHON [--only GLOB] [--dry-run]
         asked of the --native Python itself: the frameworks it lacks (harness.host.platforms.missing_framework), and
         the selected cells `harness list` records as skipped for that; refused where that is every cell.
-    allocators
-        what root installs with apt-get (or dnf) for the memory allocators the images have and this host lacks
-        (harness.host.allocator.find_library; the packages of checks_allocator.DEBIAN).
+    container cuda|ascend ENGINE ROOTLESS [NPU ...]
+        the arguments of every `ENGINE run` that reach the devices (harness.preflight.step.device_flags, which the
+        preflight's step container takes too): the GPUs; the NPUs given, and HwHiAiUser's group unless ROOTLESS is 1
+        (rootless podman keeps the caller's groups); the host network; on cuda the kept host folder of the driver's
+        JIT cache (`made`: the script makes it before the run).
 
 The answer is plain lines, `NAME VALUE`: `say LINE` is a line for the user (the script prints it on stderr); any
-other NAME is a value the script keeps (`npu` and `package` once per item). Exit 0: answered; 2: refused, the `say`
-line before it saying why and what to do.
+other NAME is a value the script keeps (`npu`, `arg` and `made` once per item). Exit 0: answered; 2: refused, the
+`say` line before it saying why and what to do.
 """
 
 from __future__ import annotations
@@ -149,22 +151,27 @@ def frameworks(platform: str, profile: str, python: str, only: str | None, dry: 
                         f"out (recorded as skipped): {' '.join(cells[:3])}{' ...' if len(cells) > 3 else ''}")
 
 
-def allocators() -> None:
-    """apt-get: the Debian packages of the allocators this host lacks; dnf: tcmalloc's library file, the allocator
-    PyTorch's cells prefer (dnf installs whichever package provides it, under any of Fedora's and RHEL's names)."""
-    from harness.host import allocator
-    from harness.preflight.checks_allocator import DEBIAN
+def container(platform: str, engine: str, rootless: bool, npus: list[str]) -> None:
+    from harness.preflight.step import device_flags
 
-    missing = [name for name in DEBIAN if not allocator.find_library(name)]
-    tool = next((t for t in ("apt-get", "dnf") if shutil.which(t)), None)
-    if tool == "apt-get":
-        packages = [DEBIAN[name] for name in missing]
-    else:
-        packages = ["/usr/lib64/" + allocator.LIBRARIES["tcmalloc"][0]] if tool and "tcmalloc" in missing else []
-    if packages:
-        tell("tool", tool)
-        for package in packages:
-            tell("package", package)
+    hw_gid = None
+    if platform == "ascend" and not rootless:
+        try:
+            import grp
+
+            hw_gid = grp.getgrnam("HwHiAiUser").gr_gid
+        except (ImportError, KeyError):
+            pass
+    flags = device_flags(platform, os.path.basename(engine) == "podman", rootless, npus, hw_gid) + ["--network", "host"]
+    if platform == "cuda":
+        # The driver compiles PTX for a GPU a framework has no machine code for (MindSpore's kernels on an H100: see
+        # docs/platforms/cuda.md) on first use; its cache is kept on the host, so a second run does not pay it again.
+        cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        jit = os.path.join(cache, "ms-pt-harness", "cuda-jit")
+        tell("made", jit)
+        flags += ["-v", f"{jit}:/cache/cuda-jit"]
+    for flag in flags:
+        tell("arg", flag)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -180,7 +187,11 @@ def main(argv: list[str] | None = None) -> int:
     for p in (d, f):
         p.add_argument("--dry-run", action="store_true")
     d.add_argument("--build", action="store_true")
-    sub.add_parser("allocators", help="what root installs for the allocators this host lacks")
+    c = sub.add_parser("container", help="the arguments of `ENGINE run` that reach the devices")
+    c.add_argument("platform", choices=("cuda", "ascend"))
+    c.add_argument("engine")
+    c.add_argument("rootless", choices=("0", "1"), help="1: rootless podman")
+    c.add_argument("npus", nargs="*", metavar="NPU")
     args = ap.parse_args(argv)
     try:
         if args.question == "devices":
@@ -188,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
         elif args.question == "frameworks":
             frameworks(args.platform, args.profile, args.python, args.only, args.dry_run)
         else:
-            allocators()
+            container(args.platform, args.engine, args.rootless == "1", args.npus)
     except Refused as e:
         tell("say", f"{PROG}: {e}")
         return 2

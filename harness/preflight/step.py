@@ -97,6 +97,30 @@ def main(platform: str, framework: str) -> int:
 # --- host side ----------------------------------------------------------------------------------------------------
 
 
+def device_flags(platform: str, podman: bool, rootless: bool, npus: list[str], hw_gid: int | None) -> list[str]:
+    """What `ENGINE run` needs to reach the platform's devices: every GPU (docker's --gpus, podman's CDI request);
+    each NPU in `npus`, the driver's group, the management devices and the host's driver files (read-only), as the
+    CANN image documentation runs it. reproduce.sh's run lines and the step's container both take them from here."""
+    if platform == "cuda":
+        return ["--device", "nvidia.com/gpu=all"] if podman else ["--gpus", "all"]
+    if platform != "ascend":
+        return []
+    flags = [arg for dev in npus for arg in ("--device", dev)]
+    # The driver's device files belong to the HwHiAiUser group; it is kept for a non-root user: rootless podman
+    # passes the caller's own groups (keep-groups, with the crun runtime as podman-run(1) says; a numeric group is not
+    # mapped in its user namespace), docker and rootful podman the group's numeric id.
+    if rootless:
+        flags += ["--group-add", "keep-groups"]
+    elif hw_gid is not None:
+        flags += ["--group-add", str(hw_gid)]
+    return flags + ["--device", "/dev/davinci_manager", "--device", "/dev/devmm_svm", "--device", "/dev/hisi_hdc",
+                    "-v", "/usr/local/dcmi:/usr/local/dcmi:ro",
+                    "-v", "/usr/local/bin/npu-smi:/usr/local/bin/npu-smi:ro",
+                    "-v", "/usr/local/Ascend/driver/lib64/:/usr/local/Ascend/driver/lib64/:ro",
+                    "-v", "/usr/local/Ascend/driver/version.info:/usr/local/Ascend/driver/version.info:ro",
+                    "-v", "/etc/ascend_install.info:/etc/ascend_install.info:ro"]
+
+
 def container_flags(platform: str, engine: str, facts: dict) -> list[str]:
     """The device and user flags reproduce.sh gives `ENGINE run` for this platform (its `common` array, less the
     run's mounts), so the step meets the devices as the cells will."""
@@ -107,23 +131,9 @@ def container_flags(platform: str, engine: str, facts: dict) -> list[str]:
     flags = (["--userns=keep-id"] if rootless else []) + ["--user", uid_gid]
     if podman:
         flags += ["--security-opt=label=disable"]
-    if platform == "cuda":
-        flags += ["--device", "nvidia.com/gpu=all"] if podman else ["--gpus", "all"]
-    elif platform == "ascend":
-        for dev, state in facts.get("ascend_devices", {}).items():
-            if re.match(r"^/dev/davinci\d+$", dev) and state.get("exists"):
-                flags += ["--device", dev]
-        if rootless:
-            flags += ["--group-add", "keep-groups"]
-        elif user.get("hw_gid") is not None:
-            flags += ["--group-add", str(user["hw_gid"])]
-        flags += ["--device", "/dev/davinci_manager", "--device", "/dev/devmm_svm", "--device", "/dev/hisi_hdc",
-                  "-v", "/usr/local/dcmi:/usr/local/dcmi:ro",
-                  "-v", "/usr/local/bin/npu-smi:/usr/local/bin/npu-smi:ro",
-                  "-v", "/usr/local/Ascend/driver/lib64/:/usr/local/Ascend/driver/lib64/:ro",
-                  "-v", "/usr/local/Ascend/driver/version.info:/usr/local/Ascend/driver/version.info:ro",
-                  "-v", "/etc/ascend_install.info:/etc/ascend_install.info:ro"]
-    return flags
+    npus = [dev for dev, state in facts.get("ascend_devices", {}).items()
+            if re.match(r"^/dev/davinci\d+$", dev) and state.get("exists")]
+    return flags + device_flags(platform, podman, rootless, npus, user.get("hw_gid"))
 
 
 def launch(platform: str, framework: str, facts: dict) -> list[str]:

@@ -28,7 +28,7 @@ from harness.devices.query import run_device
 from harness.errors import HarnessError
 from harness.host import configdiff, platforms
 from harness.launch import faults
-from harness.paths import TEMPLATES, expected_run
+from harness.paths import TEMPLATES, cpu_family, expected_runs
 from harness.report import companion, explain, figures
 from harness.report.layout import planned_skips, sections
 from harness.report.memory_measured import table as memory_table
@@ -266,7 +266,8 @@ def collect(runs: list[Path]) -> dict[str, Any]:
             # An accelerator run's device memory: the CPU-side prediction beside the framework's and NVML's peaks
             "device_memory": memory_table(hosts, merged),
             # The banner at the top: where a run's configuration differs from its expected results' (configdiff)
-            "config_diff": {h["label"]: d for h in hosts if (d := configdiff.differences(h["meta"], h["env"]))},
+            "config_diff": {h["label"]: {"diffs": d, "run": _expected_name(h)} for h in hosts
+                            if (d := configdiff.differences(h["meta"], h["env"]))},
             # A run planned to the hours booked (--hours, harness.estimate.fit): what it decided and left out, and why
             "booking": {h["label"]: booking_summary(h["meta"]["booking"]) for h in hosts if h["meta"].get("booking")}}
     data["sections"] = sections(data)
@@ -354,22 +355,38 @@ def _with_limits(why: list[dict[str, Any]], rows: list[dict[str, Any]]) -> list[
     return why
 
 
+def _expected_name(h: dict[str, Any]) -> str:
+    """The expected run a host's results are compared with, as the banner names it."""
+    run = configdiff.expected_for(h["meta"], h["env"])
+    return f"docs/runs/{run.name}" if run else "docs/runs/"
+
+
 def _processor(meta: dict[str, Any], env: dict[str, Any]) -> str | None:
     return run_device(meta.get("platform"), env) or (env.get("cpu") or {}).get("model")
 
 
 def _versus_expected(why: list[dict[str, Any]], hosts: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Where a host's processor is not the one its expected results were measured on (the committed run of its
-    platform and profile, harness.paths.expected_run), each "Why" says how each framework's profiled step moved
-    between the two (explain.versus): why a ratio, and a verdict near the tie band, moves on another CPU."""
+    """Each "Why" says how each framework's profiled step moved between this host and the committed run of its
+    platform and profile on another processor, of another family (harness.paths.cpu_family; a GPU's or an NPU's
+    name): the nearest its CPU (harness.paths.expected_run) where that is another family, else the first such (on an
+    AMD EPYC, the Intel Xeon's run), explain.versus: why a ratio, and a verdict near the tie band, moves on another
+    CPU."""
     there: dict[str, tuple[str, dict]] = {}
     for h in hosts:
-        run = expected_run(h["meta"].get("platform"), h["meta"].get("profile"))
-        if run is None or any(Path(r).resolve() == run.resolve() for r in h["runs"]):
-            continue
-        store = RunStore(run)
-        theirs = _processor(store.read_meta(), store.read_env())
-        if not theirs or theirs == _processor(h["meta"], h["env"]):
+        platform, profile = h["meta"].get("platform"), h["meta"].get("profile")
+        mine = {Path(r).resolve() for r in h["runs"]}
+        here = _processor(h["meta"], h["env"])
+        nearest = configdiff.expected_for(h["meta"], h["env"])
+        run = store = theirs = None
+        for candidate in dict.fromkeys(filter(None, (nearest, *expected_runs(platform, profile)))):
+            if candidate.resolve() in mine:
+                continue
+            store = RunStore(candidate)
+            theirs = _processor(store.read_meta(), store.read_env())
+            if theirs and cpu_family(theirs) != cpu_family(here):   # another family: another processor
+                run = candidate
+                break
+        if run is None or store is None:
             continue
         profiles: dict[str, dict] = {}
         for r in store.results():

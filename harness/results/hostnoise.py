@@ -1,6 +1,6 @@
 """What the host was doing while a sweep's operator turn groups ran, read from the groups themselves, and what a
 configuration's ratio makes of it (harness.results.measure.OpConfig). Before every block a process reads a 4 MiB buffer
-once and keeps the time (`probe_s`, harness.launch.turns.Probe): the host's memory at that moment.
+once and keeps the time (`probe_s`, harness.scenarios.operator.turns.Probe): the host's memory at that moment.
 
     group_probe(a, b)   a group's probe: the mean over its two processes' probes (None where they kept none)
     HostNoise.of(groups) from every turn group of a run (one host's), per MindSpore mode:

@@ -337,8 +337,8 @@ class OpConfig:
 
     def ratio(self, ms_mode: str) -> float | None:
         """MindSpore (ms_mode) throughput / PyTorch eager's; above 1: MindSpore faster. None unless both measured.
-        Where the two cells were timed by turns (harness.launch.turns), the geometric mean over their groups of each
-        group's ratio (paired_ratio); else the ratio of the two cells' throughputs."""
+        Where the two cells were timed by turns (harness.scenarios.operator.turns), the geometric mean over their groups
+        of each group's ratio (paired_ratio); else the ratio of the two cells' throughputs."""
         pairs = self.turn_pairs(ms_mode)
         if pairs:
             return paired_ratio(pairs)

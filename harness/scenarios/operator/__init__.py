@@ -27,8 +27,9 @@ def run(ctx, backend, events) -> dict[str, Any]:
                                 operators.arrays(cell.op, shape, cell.seed))
     events.log(RUN_START, event_type=START)
     block = operators.sweep_timing(cell.framework, cell.mode)
-    # With the configuration's other cells alive beside it (the runner's turn group: harness.launch.turns), one block
-    # each in turn; alone (a partner kept from an earlier invocation, or not in this run), blocks back to back.
+    # With the configuration's other cells alive beside it (the runner's turn group: harness.scenarios.operator.turns),
+    # one block each in turn; alone (a partner kept from an earlier invocation, or not in this run), blocks back to
+    # back.
     timing = operators.turn_time(run_once, sync, ctx.turns, **block) if ctx.turns else \
         operators.blocked_time(run_once, sync, **block)
     events.log(RUN_STOP, event_type=END, status=SUCCESS)

@@ -21,6 +21,7 @@ import numpy as np
 
 from harness.errors import HarnessError
 from harness.results import measure
+from harness.scenarios.operator import turns
 
 BN_EPS = 1e-5
 BN_MOMENTUM_PT = 0.1   # PyTorch's convention; MindSpore's momentum is 1 - this
@@ -82,12 +83,12 @@ def arrays(op: str, s: dict[str, int], seed: int) -> dict[str, np.ndarray]:
 # methodology/operators.md, item 12): blocks of at least 0.02 s, so that a process holds enough blocks in the host's
 # fast phase for its statistic (harness.results.measure.fast_time: their 10th percentile); blocks of 0.1 s mixed the
 # phases (a vCPU of the 2-core machine ran 1.7x slower, in phases of milliseconds to seconds). Timed by turns
-# (harness.launch.turns), a cell takes turns.ROUNDS blocks; alone, at least 20 blocks and 0.9 s. MindSpore PYNATIVE
-# queues its calls (Conv2d fwd+bwd: 172 ms an iteration synchronised each time, 41-48 ms queued), so its blocks hold at
-# least 8 iterations, as before, to spread that latency over many (QUEUED_TIMING); GRAPH's sync alone is 0.06-0.16
-# ms, PyTorch's none. Each cell runs in several processes (at least harness.launch.sequential.OPERATOR_MIN_REPEATS,
-# then up to operator_max_repeats while its ratio's interval is wide), since the host's state differs more between the
-# groups of processes than between the blocks of one.
+# (harness.scenarios.operator.turns), a cell takes turns.ROUNDS blocks; alone, at least 20 blocks and 0.9 s. MindSpore
+# PYNATIVE queues its calls (Conv2d fwd+bwd: 172 ms an iteration synchronised each time, 41-48 ms queued), so its blocks
+# hold at least 8 iterations, as before, to spread that latency over many (QUEUED_TIMING); GRAPH's sync alone is
+# 0.06-0.16 ms, PyTorch's none. Each cell runs in several processes (at least
+# harness.launch.sequential.OPERATOR_MIN_REPEATS, then up to operator_max_repeats while its ratio's interval is wide),
+# since the host's state differs more between the groups of processes than between the blocks of one.
 SWEEP_TIMING = {"min_block_s": 0.02, "min_block_iters": 1, "min_run_s": 0.9, "min_blocks": 20}
 QUEUED_TIMING = {**SWEEP_TIMING, "min_block_iters": 8}
 
@@ -202,7 +203,8 @@ def one_block(run: Callable[[], Any], sync: Callable[[], None], n: int) -> float
 
 def turn_time(run: Callable[[], Any], sync: Callable[[], None], spec: dict[str, Any], *, min_block_s: float,
               min_block_iters: int = 1, warmup: int = 3, **_) -> dict[str, Any]:
-    """blocked_time's figures from blocks timed by turns with the configuration's other cells (harness.launch.turns).
+    """blocked_time's figures from blocks timed by turns with the configuration's other cells
+    (harness.scenarios.operator.turns).
 
     The block is sized in the group's sizing round, this process alone on the core (docs/methodology/operators.md,
     item 15): sized while a partner was still setting up on the same core, as before, a block came out 2-4x too
@@ -211,8 +213,6 @@ def turn_time(run: Callable[[], Any], sync: Callable[[], None], spec: dict[str, 
     split a configuration's groups in two. Each block is then preceded by one untimed iteration: the partner's block
     has just evicted this process's data and its threads have slept (with a partner emulated, 6-iteration blocks ran
     14% slower than 24-iteration ones, 6% with the untimed iteration)."""
-    from harness.launch import turns
-
     sized: list[int] = []
 
     def block() -> float:
