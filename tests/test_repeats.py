@@ -4,8 +4,10 @@ the repeats not yet ok."""
 
 import pytest
 
-from harness.claims.models import compared_settings
+from harness.claims import paper
+from harness.claims.models import compared_settings, scaled_settings
 from harness.config import matrix as matrix_mod
+from harness.config import study
 from harness.errors import HarnessError
 from tests.helpers import harness, write_matrix
 
@@ -14,10 +16,14 @@ def _repeats(profile, repeats=None):
     return {c.id: c.repeats for c in matrix_mod.load(None).expand(profile, repeats=repeats)}
 
 
-def test_the_cells_a_claim_compares_are_read_from_the_claims_definitions():
+def test_the_cells_a_claim_compares_are_the_ones_the_matrix_repeats():
+    """The matrix repeats the settings harness.config.study names; the claims' own rows (C1's throughput, C3, C4 and
+    the baselines) compare exactly these, and the scaling claim exactly its baseline modes."""
     settings = compared_settings()
     assert {("pytorch", "eager", "off"), ("mindspore", "graph", "off"), ("mindspore", "pynative", "off"),
             ("pytorch", "eager", "O2"), ("mindspore", "graph", "O2"), ("mindspore", "graph", "O3")} == settings
+    assert study.compared_settings() == settings and study.scaled_settings() == scaled_settings()
+    assert set(paper.PAPER_FASTER) == set(study.PAPER_MODELS)   # C1 says which is faster on each paper model
 
 
 def test_claim_cells_get_the_profiles_claim_repeats_and_the_others_its_repeats():

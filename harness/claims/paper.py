@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from harness.config import study
 from harness.results.measure import PT_MODE
 
 # A comparison whose ratio has an interval (harness.results.measure.ratio_interval, 2 repeats a side or more) that
@@ -40,11 +41,9 @@ PAPER_MAX_DEVICES = 8
 PAPER_TTT_RATIO = {"resnet50": 5.03, "gcn": 1 / 1.49, "gru": 1 / 2.11}
 # C1: which framework the paper found faster per model (dense: MindSpore; sparse/sequence: PyTorch).
 PAPER_FASTER = {"resnet50": "mindspore", "gcn": "pytorch", "gru": "pytorch"}
-PAPER_MODELS = tuple(PAPER_FASTER)
-
-# The fair default setting of each framework: (mode, amp), 1 device.
-BASELINE = {"pytorch": ("eager", "off"), "mindspore": ("graph", "off")}
-AMP_LEVELS = {"pytorch": ("O2",), "mindspore": ("O2", "O3")}
+# The paper's models, each framework's fair default setting (mode, amp; 1 device) and AMP levels: the matrix's too,
+# so they are defined below it (harness.config.study).
+PAPER_MODELS, BASELINE, AMP_LEVELS = study.PAPER_MODELS, study.BASELINE, study.AMP_LEVELS
 OP_PT_MODE = PT_MODE   # PyTorch eager, the operators' baseline (harness.results.measure)
 OP_MS_MODES = ("graph", "pynative")   # preference order
 

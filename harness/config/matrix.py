@@ -2,7 +2,7 @@
 
 The expansion is a cartesian product of the profile's axis values, pruned by the file's
 [[exclude]] rules. Each cell runs the profile's `repeats`; the cells a claim compares (C1-C4's model cells,
-harness.claims.models.compared_settings; C5's scaling cells, scaled_settings; O1-O3's operator cells) at least its
+harness.config.study.compared_settings; C5's scaling cells, scaled_settings; O1-O3's operator cells) at least its
 `claim_repeats`, so that their ratios have intervals; `repeats=` (`harness run --repeats N`) sets every cell's. [[skip]]
 rules depend on the platform and are applied by harness.host.plan.Host, which the runner asks before every cell: it
 records the cell as `skipped` with the rule's reason instead of running it.
@@ -17,11 +17,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from harness.claims.models import compared_settings, scaled_settings
-from harness.claims.paper import BASELINE, PAPER_MODELS
 from harness.config import cellid, companion_matrix, matrix_check
 from harness.config.cell import Cell
 from harness.config.spec import ModelSpec, OperatorSpec, model_spec
+from harness.config.study import BASELINE, PAPER_MODELS, compared_settings, scaled_settings
 from harness.errors import HarnessError
 
 DEFAULT_MATRIX = Path(__file__).with_name("matrix.toml")
@@ -186,7 +185,7 @@ def compared(cell: Cell) -> bool:
 
 def for_setting(spec: ModelSpec, framework: str, mode: str, amp: str, devices: int) -> ModelSpec:
     """A model cell's settings: the profile's, except that where the profile sets `throughput_epochs` a cell no
-    time-to-target comparison reads (not a framework's single-device baseline, harness.claims.paper.BASELINE) trains
+    time-to-target comparison reads (not a framework's single-device baseline, harness.config.study.BASELINE) trains
     that many epochs without stopping at the target."""
     if spec.throughput_epochs is None or (devices == 1 and BASELINE.get(framework) == (mode, amp)):
         return spec

@@ -325,6 +325,10 @@ class OpConfig:
     shape: dict[str, Any]
     cells: dict[str, Repeats] = field(default_factory=dict)
     host: hostnoise.HostNoise = field(default_factory=hostnoise.HostNoise)   # the run's (operator_ratios sets it)
+    # turn_groups per mode, with the two cells it was made of: every ratio, interval and count of the configuration
+    # reads them
+    _groups: dict[str, tuple[Repeats, Repeats, list[hostnoise.Group]]] = field(default_factory=dict, repr=False,
+                                                                               compare=False)
 
     @property
     def params(self) -> int | None:
@@ -339,9 +343,9 @@ class OpConfig:
         """MindSpore (ms_mode) throughput / PyTorch eager's; above 1: MindSpore faster. None unless both measured.
         Where the two cells were timed by turns (harness.scenarios.operator.turns), the geometric mean over their groups
         of each group's ratio (paired_ratio); else the ratio of the two cells' throughputs."""
-        pairs = self.turn_pairs(ms_mode)
-        if pairs:
-            return paired_ratio(pairs)
+        kept = self.host.kept(self.turn_groups(ms_mode))
+        if kept:   # paired_ratio of their blocks, from the log ratios each group already holds
+            return float(math.exp(np.array([g.log_ratio for g in kept]).mean()))
         ms, pt = self.throughput.get(f"mindspore/{ms_mode}"), self.throughput.get(f"pytorch/{PT_MODE}")
         return arith.ratio(ms, pt) if ms else None
 
@@ -351,7 +355,13 @@ class OpConfig:
         ms, pt = self.cells.get(f"mindspore/{ms_mode}"), self.cells.get(f"pytorch/{PT_MODE}")
         if not ms or not pt:
             return []
+        got = self._groups.get(ms_mode)
+        if got is None or got[0] is not ms or got[1] is not pt:   # the cells it was made of, still these
+            got = self._groups[ms_mode] = (ms, pt, self._turn_groups(ms, pt))
+        return got[2]
 
+    @staticmethod
+    def _turn_groups(ms: Repeats, pt: Repeats) -> list[hostnoise.Group]:
         def by_group(s: Repeats) -> dict[str, dict[str, Any]]:
             return {r["turns"]["group"]: r for r in s.ok if r.get("turns") and r.get("block_times_s")}
 
