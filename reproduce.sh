@@ -145,19 +145,9 @@ fi
 
 # --build builds what the run needs (.venv natively on cpu, else the image) and stops: what it will download, the disk
 # it needs and its time are said before it starts (harness/preflight/buildplan.py), what it took after.
-build_plan() {  # build_plan PATH: the line said before an image build, where the host has a python3
-  local pf; pf="$(command -v python3 || true)"
-  [ -z "$pf" ] || (cd "$here" && PYTHONPATH="$here" "$pf" -m harness.preflight.buildplan "$platform" container "$1" 2> /dev/null) >&2 || true
-}
-# The figures around a build are for the reader only: a df or du that fails (an odd mount, a file system that does
-# not say) makes them "unknown", never the build's failure.
-free_kb() { { df -Pk "$1" 2> /dev/null || true; } | awk 'NR == 2 && $4 ~ /^[0-9]+$/ { print $4 }'; }
-kb() { { du -sk "$1" 2> /dev/null || true; } | awk '$1 ~ /^[0-9]+$/ { print $1 }'; }
-gb() { if [ -n "$1" ]; then awk -v k="$1" 'BEGIN { printf "%.1f GB", k * 1024 / 1e9 }'; else echo unknown; fi; }
-built() {  # built WHAT SECONDS KB PATH FREE_BEFORE_KB: the line said after a build, measured
-  echo "reproduce.sh: built $1 in $(($2 / 60)) min $(($2 % 60)) s; it holds $(gb "$3"); free disk at $4: $(gb "$5")" \
-    "before, $(gb "$(free_kb "$4")") after" >&2
-}
+# aside QUESTION ARGS...: ask harness/preflight/shell.py a question whose answer is for the reader only (the lines
+# around an image build) where the host has a python3: the CPU image's host may have none, and no answer is no failure.
+aside() { local py3="${pf:-$(command -v python3 || true)}"; [ -z "$py3" ] || ask -q "$py3" "$@" || true; }
 next_after_build() {
   local flags=""
   [ "$platform" != cpu ] || [ "$where" != container ] || flags=" --container"
@@ -180,7 +170,7 @@ fi
 
 # --- devices: the GPUs or NPUs, and the chip the Ascend image is built for (harness/preflight/shell.py) -------------
 npus=() device_args=()
-chip="" chip_why="" chip_unknown=""
+chip="" chip_why="" chip_unknown="" chip_image=""
 if [ "$platform" != cpu ]; then
   host_python "$platform"
   q=("$platform"); [ "$dry" = 0 ] || q+=(--dry-run); [ "$build" = 0 ] || q+=(--build)
@@ -223,25 +213,22 @@ if [ "$where" = native ]; then
     lock="$here/requirements/cpu.txt"
     want="$(sha256sum "$lock" | cut -d' ' -f1)"
     py="$venv/bin/python"
-    # --build, or no .venv stamped as made from this lock: made (again) from the lock by harness/preflight/venvbuild.py
-    # under the base Python 3.11, which says each step; here only the time and the disk around it.
+    # --build, or no .venv stamped as made from this lock: made (again) from the lock with the base Python 3.11 by
+    # harness/preflight/venvbuild.py, which checks that Python, says each step and, after, what it took.
     if [ "$build" = 1 ] || [ ! -x "$py" ] || [ "$(cat "$venv/.requirements.sha256" 2> /dev/null)" != "$want" ]; then
       if [ "$dry" = 1 ]; then
         show "${PYTHON:-python3.11}" -m venv "$venv"
         show "$py" -m pip install --require-hashes -r "$lock"
       else
-        # Stock Ubuntu 22.04 and 24.04 have Python 3.10 and 3.12, Debian 13 3.13: the CPU image needs no host Python.
-        instead="add --container to run in the CPU image (docker or podman; no host Python needed), or install Python 3.11 and set PYTHON=/path/to/python3.11"
+        # venvbuild checks BASE (that it runs, its version) as a program of its own, so it runs under BASE where BASE
+        # can run harness/preflight (3.8 or newer), else under the host's python3. None can: only this line can say so.
         base="${PYTHON:-$(command -v python3.11 || command -v python3 || true)}"
-        [ -n "$base" ] || die "no python3 found, and the lock pins wheels for Python 3.11; $instead"
-        ver="$("$base" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2> /dev/null)" \
-          || die "$base does not run; $instead"
-        [ "$ver" = 3.11 ] || die "$base is Python $ver, and the lock pins wheels for Python 3.11; $instead"
-        preflight "$base" venvbuild prepare "$base" "$venv" "$lock" "$here"
-        t_build=$(date +%s)
-        free_before="$(free_kb "$here")"
+        for pf in "$base" "$(command -v python3 || command -v python3.11 || true)" ""; do
+          [ -n "$pf" ] && "$pf" -c 'import sys; sys.exit(sys.version_info < (3, 8))' &> /dev/null && break
+        done
+        [ -n "$pf" ] || die "no python3 found${base:+ that runs harness/preflight (3.8 or newer)}, and the lock pins wheels for Python 3.11; add --container to run in the CPU image (docker or podman; no host Python needed), or install Python 3.11 and set PYTHON=/path/to/python3.11"
+        preflight "$pf" venvbuild prepare "$base" "$venv" "$lock" "$here"
         preflight "$base" venvbuild make "$base" "$venv" "$lock" "$want"
-        built "$venv" $(($(date +%s) - t_build)) "$(kb "$venv")" "$here" "$free_before"
       fi
     fi
     [ "$build" = 0 ] || { [ "$dry" = 1 ] || next_after_build; exit 0; }
@@ -276,20 +263,11 @@ engine_name="$(basename "$engine")"
 [ -z "$chip_unknown" ] || [ "$dry" = 1 ] || die "$chip_unknown"
 
 dockerfile="$here/Dockerfile.$platform"
-if [ "$platform" = ascend ]; then image="${image:-ms-pt-harness:ascend-$chip}"; fi
-image="${image:-ms-pt-harness:$platform}"
+image="${image:-${chip_image:-ms-pt-harness:$platform}}"   # ascend's names its chip (harness/preflight/shell.py)
 need_build="$build"  # and the images are not published: a missing one is built here
 [ "$need_build" = 1 ] || "$engine" image inspect "$image" > /dev/null 2>&1 || need_build=1
-# An apex choice the existing image was not built with (its label io.ms-pt-harness.apex begins with the choice): the
-# image is built again with it.
-if [ "$need_build" = 0 ] && [ -n "$apex" ]; then
-  had="$("$engine" image inspect --format '{{ index .Config.Labels "io.ms-pt-harness.apex" }}' "$image" 2> /dev/null || true)"
-  if [ "${had%%:*}" != "$apex" ]; then
-    was="with ASCEND_APEX=${had%%:*}"; [ -n "$had" ] || was="without an io.ms-pt-harness.apex label"
-    echo "reproduce.sh: $image was built $was; building it again with ASCEND_APEX=$apex" >&2
-    need_build=1
-  fi
-fi
+# An apex choice the existing image was not built with (its label, harness/preflight/shell.py): built again with it.
+[ "$need_build" = 1 ] || [ -z "$apex" ] || ask "$pf" apex "$engine" "$image" "$apex"
 lock="$here/requirements/$platform.txt"
 arch="$(uname -m)"
 if [ "$need_build" = 1 ] && grep -q -e '^# LOCK-INCOMPLETE:' -e "^# LOCK-INCOMPLETE-ARCH $arch:" "$lock"; then
@@ -367,16 +345,11 @@ if [ "$dry" = 1 ]; then
 fi
 
 if [ "$need_build" = 1 ]; then
-  store="$("$engine" info --format "$([ "$engine_name" = podman ] && echo '{{.Store.GraphRoot}}' || echo '{{.DockerRootDir}}')" 2> /dev/null || true)"
-  [ -d "$store" ] || store="$here"
-  build_plan "$store"
+  began=""
+  aside build "$platform" "$engine" "$here"   # the plan, at the engine's storage; $began for the line after
   echo "reproduce.sh: building $image from ${dockerfile##*/}" >&2
-  t_build=$(date +%s)
-  free_before="$(free_kb "$store")"
   "${build_cmd[@]}" || die "building $image from ${dockerfile##*/} failed (see $engine_name's output above)"
-  size="$("$engine" image inspect --format '{{.Size}}' "$image" 2> /dev/null || true)"
-  [[ "$size" =~ ^[0-9]+$ ]] && size=$((size / 1024)) || size=""
-  built "$image" $(($(date +%s) - t_build)) "$size" "$store" "$free_before"
+  [ -z "$began" ] || aside built "$image" "$engine" "$began"
   [ "$build" = 0 ] || { next_after_build; exit 0; }
 fi
 for d in "$out" "${made[@]}"; do

@@ -239,8 +239,7 @@ def _estimate(args) -> int:
                                f"docs/runs")
         folders = [Path(args.reference)]
     else:
-        folders, _ = estimate.references(platform, args.profile,   # on a CPU, the run of the nearest CPU: this one's
-                                         cpu=envinfo.cpu_model() if platform == "cpu" else None)
+        folders, _ = estimate.references(platform, args.profile, cpu=envinfo.cpu_for(platform))
     if not folders:
         raise HarnessError(f"no committed run to estimate the {args.profile} profile on {platform} from (docs/runs); "
                            f"pass one with --reference DIR")

@@ -239,16 +239,25 @@ def lock(name: str) -> dict[str, tuple[str, list[str]]]:
 
 
 # -- a model's probe step (tests/probe_model.py) --------------------------------------------------------------------
-def probe_model(tmp_path: Path, model: str, framework: str, mode: str):
-    """The arrays tests/probe_model.py saves for one model, framework and mode, run in a process of its own."""
+_PROBED: dict[tuple[str, str, str], dict[str, np.ndarray]] = {}
+
+
+def probe_model(tmp_path: Path, model: str, framework: str, mode: str) -> dict[str, np.ndarray]:
+    """The arrays tests/probe_model.py saves for one model, framework and mode, run in a process of its own. The
+    probe is deterministic (the shared numpy weights and batch): each (model, framework, mode) is run once per test
+    process and its arrays kept, so the PyTorch side that several MindSpore modes are compared with runs once."""
     from harness.frameworks import backend
 
-    out = tmp_path / f"{model}-{framework}-{mode}.npz"
-    env = {**os.environ, **backend(framework).process_env("cpu"), "PYTHONPATH": str(REPO)}
-    p = subprocess.run([sys.executable, str(REPO / "tests" / "probe_model.py"), model, framework, mode, out],
-                       capture_output=True, text=True, env=env, cwd=tmp_path, timeout=900)
-    assert p.returncode == 0, p.stderr[-3000:]
-    return np.load(out)
+    key = (model, framework, mode)
+    if key not in _PROBED:
+        out = tmp_path / f"{model}-{framework}-{mode}.npz"
+        env = {**os.environ, **backend(framework).process_env("cpu"), "PYTHONPATH": str(REPO)}
+        p = subprocess.run([sys.executable, str(REPO / "tests" / "probe_model.py"), model, framework, mode, out],
+                           capture_output=True, text=True, env=env, cwd=tmp_path, timeout=900)
+        assert p.returncode == 0, p.stderr[-3000:]
+        with np.load(out) as arrays:
+            _PROBED[key] = {name: arrays[name] for name in arrays.files}
+    return _PROBED[key]
 
 
 def rel_diff(a, b):

@@ -5,8 +5,10 @@ preflight's (checks_cuda, checks_ascend, parse.ascend_chip over ascend.toml, ste
 (`harness list`)."""
 
 import os
+import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -81,7 +83,7 @@ def test_npus_are_the_davinci_files_present_in_the_order_of_the_shells_glob(tmp_
     proc = ask("devices", "ascend", env={"HARNESS_DEV_DIR": str(dev), "ASCEND_CHIP": "910b"})
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert answer(proc) == [("npu", "/dev/davinci0"), ("npu", "/dev/davinci10"), ("npu", "/dev/davinci3"),
-                            ("chip", "910b"), ("chip_why", "ASCEND_CHIP")]
+                            ("chip", "910b"), ("chip_why", "ASCEND_CHIP"), ("chip_image", "ms-pt-harness:ascend-910b")]
 
 
 def test_no_npu_is_refused_unless_only_printed_or_built_which_show_an_8_npu_server(tmp_path):
@@ -89,7 +91,8 @@ def test_no_npu_is_refused_unless_only_printed_or_built_which_show_an_8_npu_serv
     env = {"HARNESS_DEV_DIR": str(dev), "ASCEND_CHIP": "910"}
     none = ask("devices", "ascend", env=env)
     assert none.returncode == 2 and answer(none) == [("say", f"reproduce.sh: {NO_NPU.format(dev=dev)}")]
-    server = [("npu", f"/dev/davinci{n}") for n in range(8)] + [("chip", "910"), ("chip_why", "ASCEND_CHIP")]
+    server = [("npu", f"/dev/davinci{n}") for n in range(8)] + [("chip", "910"), ("chip_why", "ASCEND_CHIP"),
+                                                               ("chip_image", "ms-pt-harness:ascend-910")]
     dry = ask("devices", "ascend", "--dry-run", env=env)
     assert dry.returncode == 0 and answer(dry) == [
         ("say", f"# no {dev}/davinci[0-9]* on this host: the commands below show an 8-NPU Ascend 910 server"), *server]
@@ -107,7 +110,8 @@ def test_the_chip_is_the_one_the_preflight_picks_for_every_recorded_npu_smi(tmp_
     proc = ask("devices", "ascend", env={"HARNESS_DEV_DIR": str(fake_dev(tmp_path, "davinci0")), "NPU_SMI": str(tool)})
     if picked:
         assert proc.returncode == 0, proc.stdout
-        assert answer(proc)[1:] == [("chip", picked), ("chip_why", f"npu-smi info: {names[0]} x{len(names)}")]
+        assert answer(proc)[1:] == [("chip", picked), ("chip_why", f"npu-smi info: {names[0]} x{len(names)}"),
+                                    ("chip_image", f"ms-pt-harness:ascend-{picked}")]
     else:
         assert proc.returncode == 2 and answer(proc) == [("npu", "/dev/davinci0"), (
             "say", f"reproduce.sh: chip {names[0]} ({tool} info) has no image here: Dockerfile.ascend builds for "
@@ -148,7 +152,7 @@ def test_without_npu_smi_the_910_is_assumed_and_its_refusal_kept_for_when_an_ima
     assert dict(answer(proc)) == {
         "npu": "/dev/davinci0", "chip": "910", "chip_why": "no npu-smi on this host: the Ascend 910 default",
         "chip_unknown": "npu-smi not found, so the chip (and the image's base) is unknown; install the Ascend driver's "
-                        "tools, or set ASCEND_CHIP=910 or 910b"}
+                        "tools, or set ASCEND_CHIP=910 or 910b", "chip_image": "ms-pt-harness:ascend-910"}
 
 
 @pytest.mark.parametrize("given", ["950", "910B3", "ascend910"])
@@ -254,6 +258,81 @@ def test_ascend_passes_the_npus_given_the_drivers_group_and_files(monkeypatch, c
     said = [tuple(line.split(" ", 1)) for line in capsys.readouterr().out.splitlines()]
     assert all(k == "arg" for k, _ in said)
     assert [v for _, v in said] == ["--device", "/dev/davinci0", "--device", "/dev/davinci3", *added, *ASCEND_FIXED]
+
+
+# --- apex: an image there, built with another apex choice ---------------------------------------------------------
+
+
+def stand_in_engine(tmp_path: Path, *, label: str = "", size: str = "", store: str = "") -> Path:
+    """A docker stand-in: `image inspect --format` prints the image's io.ms-pt-harness.apex label or its size in bytes,
+    `info --format` the folder where it keeps its images; each call logged to engine.log."""
+    log = tmp_path / "engine.log"
+    tool = tmp_path / "docker"
+    tool.write_text(f"""#!/bin/sh
+echo "$*" >> {log}
+case "$*" in
+  *io.ms-pt-harness.apex*) printf '%s\\n' '{label}' ;;
+  *Size*) printf '%s\\n' '{size}' ;;
+  info*) printf '%s\\n' '{store}' ;;
+esac
+""")
+    tool.chmod(0o755)
+    return tool
+
+
+@pytest.mark.parametrize("label, said", [
+    ("build:6f1c2e", None),   # built with the choice (the label begins with it): kept
+    ("skip", "was built with ASCEND_APEX=skip"),
+    ("skip:", "was built with ASCEND_APEX=skip"),
+    ("", "was built without an io.ms-pt-harness.apex label"),
+])
+def test_an_image_built_with_another_apex_choice_is_built_again(tmp_path, label, said):
+    engine = stand_in_engine(tmp_path, label=label)
+    proc = ask("apex", engine, "ms-pt-harness:ascend-910", "build")
+    assert proc.returncode == 0, proc.stderr
+    assert answer(proc) == ([] if said is None else [
+        ("say", f"reproduce.sh: ms-pt-harness:ascend-910 {said}; building it again with ASCEND_APEX=build"),
+        ("need_build", "1")])
+    assert (tmp_path / "engine.log").read_text() == (
+        'image inspect --format {{ index .Config.Labels "io.ms-pt-harness.apex" }} ms-pt-harness:ascend-910\n')
+
+
+# --- build, built: the lines around an image build --------------------------------------------------------------
+
+
+def test_the_build_plan_is_said_at_the_engines_storage_and_what_it_took_after(tmp_path):
+    store = tmp_path / "storage"
+    store.mkdir()
+    engine = stand_in_engine(tmp_path, size="2000000000", store=str(store))   # 2 GB (1953125 KB: 2.0 GB)
+    before = ask("build", "cuda", engine, tmp_path / "checkout")
+    assert before.returncode == 0, before.stderr
+    said = dict(answer(before))
+    assert said["say"].startswith("reproduce.sh: --build makes the image of Dockerfile.cuda: downloads ")
+    assert f"GB free at {store} (" in said["say"]
+    assert said["say"].endswith(f"; takes {data.host()['build']['cuda']['time']}")
+    at, free, where = said["began"].split(" ", 2)
+    assert where == str(store) and free.isdigit() and abs(int(at) - time.time()) < 60
+    after = ask("built", "ms-pt-harness:cuda", engine, f"{int(time.time()) - 125} 20000000 {store}")
+    assert after.returncode == 0, after.stderr
+    [(key, line)] = answer(after)
+    assert key == "say" and re.fullmatch(
+        rf"reproduce\.sh: built ms-pt-harness:cuda in 2 min [5-9] s; it holds 2\.0 GB; free disk at "
+        rf"{re.escape(str(store))}: 20\.5 GB before, \d+\.\d GB after", line), line
+    assert (tmp_path / "engine.log").read_text().splitlines() == [
+        "info --format {{.DockerRootDir}}", "image inspect --format {{.Size}} ms-pt-harness:cuda"]
+
+
+def test_an_engine_that_does_not_say_leaves_the_checkout_and_unknown_figures(tmp_path):
+    """podman's storage is asked with its own format; none (or a folder not there): the checkout's disk is said."""
+    podman = stand_in_engine(tmp_path, store=str(tmp_path / "not-there")).rename(tmp_path / "podman")
+    said = dict(answer(ask("build", "cpu", podman, tmp_path)))
+    assert said["say"].startswith("reproduce.sh: --build makes the image of Dockerfile.cpu: downloads ")
+    assert said["began"].endswith(f" {tmp_path}")
+    after = ask("built", "ms-pt-harness:cpu", podman, f"{int(time.time())} - {tmp_path}")
+    assert answer(after)[0][1].startswith("reproduce.sh: built ms-pt-harness:cpu in 0 min ")
+    assert " s; it holds unknown; free disk at " in answer(after)[0][1]
+    assert answer(after)[0][1].split(": ")[-1].startswith("unknown before, ")
+    assert (tmp_path / "engine.log").read_text().splitlines()[0] == "info --format {{.Store.GraphRoot}}"
 
 
 # --- where it runs --------------------------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 """harness/preflight/venvbuild.py, the native CPU build `./reproduce.sh cpu` leaves to the base Python 3.11: in process,
-with what it runs planted (the base's venv and OpenMP probes, apt-get, dnf, `-m venv`, pip) and recorded, root or not.
-tests/test_script_failures.py walks the same paths end to end through reproduce.sh with stand-ins on PATH."""
+with what it runs planted (the base's version, venv and OpenMP probes, apt-get, dnf, `-m venv`, pip, the disk figures)
+and recorded, root or not. tests/test_script_failures.py walks the same paths end to end through reproduce.sh with
+stand-ins on PATH."""
 
 import os
 import subprocess
@@ -9,7 +10,7 @@ import sys
 import pytest
 
 from harness.host import allocator
-from harness.preflight import checks_allocator, venvbuild
+from harness.preflight import buildplan, checks_allocator, checks_common, venvbuild
 from tests.conftest import REPO
 
 BASE = "/usr/bin/python3.11"
@@ -22,8 +23,9 @@ class Host:
     (`apt-get update` always does, as on a host whose sources answer but lack the package); `-m venv` makes its
     folder."""
 
-    def __init__(self, *, venv=True, gomp=True, root=False, tools=("apt-get",), fails=(), installs=True):
-        self.venv, self.gomp, self.root = venv, gomp, root
+    def __init__(self, *, version="3.11", venv=True, gomp=True, root=False, tools=("apt-get",), fails=(),
+                 installs=True):
+        self.version, self.venv, self.gomp, self.root = version, venv, gomp, root
         self.tools, self.fails, self.installs = tools, fails, installs
         self.ran: list[list[str]] = []
 
@@ -47,6 +49,11 @@ def host(monkeypatch):
     def make(**kw):
         h = Host(**kw)
         monkeypatch.setattr(venvbuild, "ok", h.ok)
+        monkeypatch.setattr(venvbuild, "base_version", lambda base: h.version)
+        # the disk figures of the line after the build: 20 GB free before, 16 after; .venv 4 GB
+        free = iter([20_000_000, 16_000_000])
+        monkeypatch.setattr(buildplan, "free_kb", lambda path: next(free))
+        monkeypatch.setattr(buildplan, "disk_kb", lambda path: 4_000_000)
         monkeypatch.setattr(venvbuild, "is_root", lambda: h.root)
         monkeypatch.setattr(venvbuild.shutil, "which", lambda name: f"/usr/bin/{name}" if name in h.tools else None)
         return h
@@ -59,6 +66,35 @@ def _prepare(capsys, tmp_path) -> tuple[int, list[str]]:
 
 
 MAKING = "reproduce.sh: making {0}/.venv from {0}/cpu.txt (hash-checked; torch and mindspore are large)"
+BUILT = ("reproduce.sh: built {0}/.venv in 0 min 0 s; it holds 4.1 GB; free disk at {0}: 20.5 GB before, 16.4 GB "
+         "after")
+INSTEAD = ("add --container to run in the CPU image (docker or podman; no host Python needed), or install Python 3.11 "
+           "and set PYTHON=/path/to/python3.11")
+
+
+@pytest.mark.parametrize("version, said", [
+    ("3.10", f"{BASE} is Python 3.10, and the lock pins wheels for Python 3.11"),   # stock Ubuntu 22.04's
+    ("3.13", f"{BASE} is Python 3.13, and the lock pins wheels for Python 3.11"),   # Debian 13's
+    (None, f"{BASE} does not run"),
+])
+def test_a_base_that_is_not_the_locks_python_is_pointed_at_the_cpu_image_before_anything_runs(host, capsys, tmp_path,
+                                                                                              version, said):
+    """The lock's Python is host.toml's; the line is --check's for the same Python (checks_common.wrong_python)."""
+    h = host(version=version)
+    assert _prepare(capsys, tmp_path) == (2, [f"reproduce.sh: {said}; {INSTEAD}"])
+    assert checks_common.wrong_python(BASE, version or "", "3.11") == f"{said}; {INSTEAD}"
+    assert h.ran == []
+
+
+def test_the_base_version_is_what_the_base_prints_and_none_where_it_does_not_run(tmp_path):
+    stand_in = tmp_path / "python3"
+    stand_in.write_text('#!/bin/sh\n[ "$1" = -c ] && echo 3.12\n')
+    stand_in.chmod(0o755)
+    assert venvbuild.base_version(str(stand_in)) == "3.12"
+    assert venvbuild.base_version(sys.executable) == "{}.{}".format(*sys.version_info[:2])
+    assert venvbuild.base_version(str(tmp_path / "no-such-python")) is None
+    stand_in.write_text("#!/bin/sh\nexit 1\n")
+    assert venvbuild.base_version(str(stand_in)) is None
 
 
 def test_a_base_that_can_make_a_venv_says_the_plan_and_begins(host, capsys, tmp_path):
@@ -134,7 +170,7 @@ def test_make_makes_the_venv_again_whole_installs_the_lock_and_stamps_it_last(ho
         return ok(cmd, **kw)
 
     monkeypatch.setattr(venvbuild, "ok", record)
-    assert _make(capsys, tmp_path) == (0, [])   # as a user: no allocator is installed
+    assert _make(capsys, tmp_path) == (0, [BUILT.format(tmp_path)])   # as a user: no allocator is installed
     assert h.ran == [[BASE, "-m", "venv", str(tmp_path / ".venv")],
                      [str(tmp_path / ".venv" / "bin" / "python"), "-m", "pip", "install", "--quiet", "--require-hashes",
                       "-r", str(tmp_path / "cpu.txt")]]
@@ -170,7 +206,7 @@ def test_root_installs_the_missing_allocators_and_a_failure_never_ends_the_build
                                                                                  tools, fails, said):
     monkeypatch.setattr(allocator, "find_library", lambda name: None)
     host(root=True, tools=tools, fails=fails)
-    assert _make(capsys, tmp_path) == (0, said)
+    assert _make(capsys, tmp_path) == (0, said + [BUILT.format(tmp_path)])
     assert (tmp_path / ".venv" / ".requirements.sha256").exists()
 
 
@@ -202,4 +238,4 @@ def test_it_runs_without_site_packages(tmp_path):
     """Standard library only (python -S): it runs before the .venv it makes; a wrong call is its usage, exit 2."""
     proc = subprocess.run([sys.executable, "-S", "-m", "harness.preflight.venvbuild", "prepare"], capture_output=True,
                           text=True, timeout=60, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
-    assert proc.returncode == 2 and proc.stderr.startswith("error: usage: python3.11 -m harness.preflight.venvbuild ")
+    assert proc.returncode == 2 and proc.stderr.startswith("error: usage: python3 -m harness.preflight.venvbuild ")

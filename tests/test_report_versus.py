@@ -82,5 +82,5 @@ def test_the_banner_names_the_run_it_compares_with(tmp_path):
     assert not [d for d in configdiff.differences(meta, env) if d["what"] == "CPU"]
     env["cpu"]["model"] = "Intel(R) Core(TM) i7-1165G7 @ 2.80GHz"   # a laptop: the Xeon's run, the CPU named
     assert [d["expected"] for d in configdiff.differences(meta, env) if d["what"] == "CPU"] == [xeon]
-    h = {"meta": meta, "env": env}
+    h = {"meta": meta, "env": env, "expected": configdiff.expected_for(meta, env)}
     assert build._expected_name(h) == "docs/runs/cpu-quick-intel-xeon"

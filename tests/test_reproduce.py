@@ -293,19 +293,28 @@ def test_check_is_in_the_usage_of_the_script_and_the_readme():
 @pytest.mark.parametrize("host, python3, said", [
     ("Ubuntu 22.04", "3.10", "{py} is Python 3.10, and the lock pins wheels for Python 3.11"),
     ("Ubuntu 24.04", "3.12", "{py} is Python 3.12, and the lock pins wheels for Python 3.11"),
+    ("a PYTHON that does not run", "PYTHON", "{py} does not run"),
+    ("RHEL 8", "3.6", "no python3 found that runs harness/preflight (3.8 or newer), and the lock pins wheels for "
+                      "Python 3.11"),
     ("no Python", None, "no python3 found, and the lock pins wheels for Python 3.11"),
 ])
 def test_a_host_without_python_3_11_is_pointed_at_container(tmp_path, host, python3, said):
-    """The CPU image needs no host Python: the line that stops a fresh `./reproduce.sh cpu` says so."""
+    """The CPU image needs no host Python: the line that stops a fresh `./reproduce.sh cpu` says so (the base Python's
+    check is harness/preflight/venvbuild.py's, run by that Python, or by the host's python3 where it does not run)."""
     path = _path_without_engines(tmp_path, python3=False)
     fake = Path(path) / "python3"
-    if python3:  # a stock python3 of that release (and no python3.11)
-        fake.write_text(f"#!/bin/sh\necho {python3}\n")
+    env = {"PATH": path, "HOME": str(tmp_path)}
+    if python3:  # a stock python3 of that release (and no python3.11): it says its version, and runs harness/preflight
+        real = os.path.realpath(getattr(sys, "_base_executable", sys.executable))
+        version = "" if python3 == "PYTHON" else f'*"version_info[:2]"*) echo {python3}; exit 0 ;; '
+        old = '*"(3, 8)"*) exit 1 ;; ' if python3 == "3.6" else ""   # too old for harness/preflight
+        fake.write_text(f'#!/bin/sh\ncase "$*" in {old}{version}*) exec {real} "$@" ;; esac\n')
         fake.chmod(0o755)
+    if python3 == "PYTHON":
+        fake, env["PYTHON"] = tmp_path / "no-such-python3.11", str(tmp_path / "no-such-python3.11")
     clone = _checkout_without_venv(tmp_path)
     proc = subprocess.run(["bash", str(clone / "reproduce.sh"), "cpu", "--out", str(tmp_path / "o")],
-                          capture_output=True, text=True, timeout=60, cwd=tmp_path,
-                          env={"PATH": path, "HOME": str(tmp_path)})
+                          capture_output=True, text=True, timeout=60, cwd=tmp_path, env=env)
     line = one_line_error(proc)
     assert proc.returncode == 2
     assert line == (f"reproduce.sh: {said.format(py=fake)}; add --container to run in the CPU image (docker or "

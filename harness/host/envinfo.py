@@ -53,6 +53,12 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
+def cpu_for(platform: str) -> str | None:
+    """On the CPU platform, this host's model: what picks the nearest CPU's committed run (harness.paths.expected_run)
+    for an estimate; on a GPU or NPU host None (their estimates read the reference CPU runs only)."""
+    return cpu_model() if platform == "cpu" else None
+
+
 def _memory_gib() -> float | None:
     try:
         for line in Path("/proc/meminfo").read_text().splitlines():

@@ -60,8 +60,7 @@ class Booked:
 def plan(s: RunState, hours: float, t0: float, here: str | None) -> Booked:
     """Fit the run's planned runs to the hours left (module docstring); say the plan; the decisions of the cells it
     leaves out become skips; s.todo becomes the first pass (tiers claims and tables)."""
-    folders, _ = estimate.references(s.platform, s.profile,
-                                     cpu=envinfo.cpu_model() if s.platform == "cpu" else None)
+    folders, _ = estimate.references(s.platform, s.profile, cpu=envinfo.cpu_for(s.platform))
     skipped = {cid: d.skip for cid, d in s.decisions.items() if d.skip}
     if folders:
         p = estimate.plan(s.todo, folders, here=here, synthetic=s.fake, skip=lambda c: skipped.get(c.id),

@@ -1,5 +1,7 @@
-"""`python -m harness.launch.describe MODEL FRAMEWORK`: build a model (synthetic data, fresh process) and
-print its parameter and layer counts as JSON. `python -m harness models` calls it per framework."""
+"""`python -m harness.launch.describe FRAMEWORK MATRIX MODEL...`: build each model in one framework (synthetic data,
+one fresh process per framework, with that framework's process settings) and print its parameter and layer counts,
+a JSON line per model (a model that cannot be built: its error's last line). `python -m harness models` runs it once
+per framework: the framework is imported once, not once per model."""
 
 from __future__ import annotations
 
@@ -48,21 +50,36 @@ def _describe_inference(name: str, framework: str, m: matrix.Matrix) -> dict:
 
 
 def describe_all(m: matrix.Matrix) -> list[dict]:
-    """Every model and inference net x framework of the matrix, each built in its own process."""
-    out = []
-    for model in [*m.data.get("models", {}), *m.data.get("inference", {})]:
-        for fw in m.data["axes"]["framework"]:
-            env = {**os.environ, **load_backend(fw).process_env("cpu"),
-                   "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
-            p = subprocess.run([sys.executable, "-m", "harness.launch.describe", model, fw, str(m.path)],
-                               capture_output=True, text=True, env=env, cwd=REPO, timeout=900)
-            if p.returncode != 0:
-                tail = (p.stderr.strip().splitlines() or ["no output"])[-1]
-                out.append({"model": model, "framework": fw, "parameters": None, "layers": None, "error": tail})
-            else:
-                out.append(json.loads(p.stdout.strip().splitlines()[-1]))
-    return out
+    """Every model and inference net x framework of the matrix: each framework's in one process of its own."""
+    names = [*m.data.get("models", {}), *m.data.get("inference", {})]
+    by_fw: dict[str, dict[str, dict]] = {}
+    for fw in m.data["axes"]["framework"]:
+        env = {**os.environ, **load_backend(fw).process_env("cpu"),
+               "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+        p = subprocess.run([sys.executable, "-m", "harness.launch.describe", fw, str(m.path), *names],
+                           capture_output=True, text=True, env=env, cwd=REPO, timeout=900)
+        rows = [json.loads(line) for line in p.stdout.splitlines() if line.startswith("{")]
+        by_fw[fw] = {r["model"]: r for r in rows}
+        if p.returncode != 0:   # the process itself failed: every model it did not describe gets its last line
+            tail = (p.stderr.strip().splitlines() or ["no output"])[-1]
+            for name in names:
+                by_fw[fw].setdefault(name, _failed(name, fw, tail))
+    return [by_fw[fw][name] for name in names for fw in m.data["axes"]["framework"]]
+
+
+def _failed(model: str, framework: str, error: str) -> dict:
+    return {"model": model, "framework": framework, "parameters": None, "layers": None, "error": error}
+
+
+def main(framework: str, matrix_path: str, models: list[str]) -> None:
+    m = matrix.load(matrix_path)
+    for model in models:
+        try:
+            row = describe(model, framework, m)
+        except Exception as e:   # noqa: BLE001 - one model that cannot be built does not hide the others' sizes
+            row = _failed(model, framework, (str(e).strip().splitlines() or [type(e).__name__])[-1])
+        print(json.dumps(row), flush=True)
 
 
 if __name__ == "__main__":
-    print(json.dumps(describe(sys.argv[1], sys.argv[2], matrix.load(sys.argv[3] if len(sys.argv) > 3 else None))))
+    main(sys.argv[1], sys.argv[2], sys.argv[3:])

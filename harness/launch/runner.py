@@ -219,16 +219,12 @@ def _plan_cells(s: RunState) -> None:
               "; the 1-device cells they are measured against run on one host, without HARNESS_NNODES")
 
 
-def _cpu(platform: str) -> str | None:
-    """On a CPU, this host's model: the estimate reads the committed run of the nearest CPU (paths.expected_run)."""
-    return envinfo.cpu_model() if platform == "cpu" else None
-
-
 def _estimate(s: RunState) -> list[float] | None:
     """Say how long the run should take, from a committed reference run; each planned run's estimated seconds."""
     here = devicequery.device_name(s.platform)   # the estimate scales the reference's step times to this device
-    said, planned = estimate.before_run(s.todo, s.profile, s.platform, s.cap, here=here, cpu=_cpu(s.platform),
-                                        synthetic=s.fake, skip=s.host.verdict)   # the decisions' skips, made once
+    said, planned = estimate.before_run(s.todo, s.profile, s.platform, s.cap, here=here,
+                                        cpu=envinfo.cpu_for(s.platform), synthetic=s.fake,
+                                        skip=s.host.verdict)   # the decisions' skips, made once
     s.log(said)
     return planned
 

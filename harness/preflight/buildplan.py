@@ -1,7 +1,12 @@
 """`python3 -m harness.preflight.buildplan PLATFORM native|container PATH`: the line `./reproduce.sh PLATFORM --build`
 prints before it builds: what it downloads, the disk it needs (against what is free at PATH, where it writes) and how
 long it took where it was measured, from host.toml's [build.*] tables. Standard library only: it runs under the
-host's python3 before any .venv exists. reproduce.sh measures the build itself and prints that after.
+host's python3 before any .venv exists.
+
+After the build, the line of what it took (`built`: its time, what it holds, the free disk before and after, measured
+by `disk_kb` and `free_kb`), which harness/preflight/venvbuild.py says after .venv and harness/preflight/shell.py
+(`build`, then `built`) around an image. The figures are for the reader only: a size or a free space that cannot be
+read is "unknown", never the build's failure.
 """
 
 from __future__ import annotations
@@ -26,6 +31,45 @@ def plan(platform: str, mode: str, path: str, hostdata: dict) -> str:
         free = "its free space unreadable"
     return (f"reproduce.sh: --build makes {WHAT[mode].format(platform=platform)}: downloads {b['download']}; "
             f"needs {need} GB free at {path} ({free}); takes {b['time']}")
+
+
+def free_kb(path: str) -> int | None:
+    """The KB free to a user at `path` (df's Available), None where the file system does not say."""
+    try:
+        st = os.statvfs(path)
+    except OSError:
+        return None
+    return st.f_bavail * st.f_frsize // 1024
+
+
+def disk_kb(path: str) -> int | None:
+    """The KB `path` holds on disk, as `du -sk` counts them (each hard-linked file once), None where it is not there."""
+    if not os.path.lexists(path):
+        return None
+    seen, blocks = set(), 0
+    for root, dirs, files in os.walk(path):
+        for name in [root, *(os.path.join(root, n) for n in files),
+                     *(os.path.join(root, d) for d in dirs if os.path.islink(os.path.join(root, d)))]:
+            try:
+                st = os.lstat(name)
+            except OSError:
+                continue
+            if (st.st_dev, st.st_ino) not in seen:
+                seen.add((st.st_dev, st.st_ino))
+                blocks += st.st_blocks
+    return blocks * 512 // 1024
+
+
+def gb(kb: int | None) -> str:
+    return "unknown" if kb is None else f"{kb * 1024 / 1e9:.1f} GB"
+
+
+def built(what: str, seconds: float, kb: int | None, path: str, free_before: int | None,
+          free_after: int | None) -> str:
+    """The line after a build: its time, the KB it holds, the KB free at `path` before and after it."""
+    s = max(0, int(seconds))
+    return (f"reproduce.sh: built {what} in {s // 60} min {s % 60} s; it holds {gb(kb)}; free disk at {path}: "
+            f"{gb(free_before)} before, {gb(free_after)} after")
 
 
 def main(argv: list[str]) -> int:

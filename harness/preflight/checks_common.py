@@ -23,6 +23,15 @@ INSTEAD = ("add --container to run in the CPU image (docker or podman; no host P
            "{want} and set PYTHON=/path/to/python{want}")
 
 
+def wrong_python(base: str | None, got: str, want: str) -> str:
+    """Why BASE (None: no python3 found) cannot make .venv, and what to do instead: the fix of the failing Python row
+    here, and the refusal of `./reproduce.sh cpu` (harness/preflight/venvbuild.py). `got`: its version ("" where it
+    does not run)."""
+    why = (f"{base} is Python {got}, and the lock pins wheels for Python {want}" if got
+           else f"{base} does not run" if base else f"no python3 found, and the lock pins wheels for Python {want}")
+    return f"{why}; {INSTEAD.format(want=want)}"
+
+
 def python_rows(host: Host, hostdata: dict[str, Any]) -> list[Row]:
     """cpu natively: the .venv made from requirements/cpu.txt, and the Python 3.11 that makes it (its version, and
     that it can make a venv: Debian and Ubuntu ship venv's ensurepip apart, in python3.11-venv)."""
@@ -56,14 +65,11 @@ def python_rows(host: Host, hostdata: dict[str, Any]) -> list[Row]:
     found = f"{base}: Python {got}" if base and got else f"{base}: does not run" if base else "no python3.11/python3"
     check = f"Python {want}"
     needed = f"Python {want} that can make a venv ({hostdata['python'].get('why', '')}) to make .venv"
-    instead = INSTEAD.format(want=want)
     if made:  # the .venv is made: no Python needed to make it
         ok = got.startswith(want + ".") and host.out("python-venv").ok
         return out + [Row(check, found + ("" if ok else " (not needed: .venv is made)"), needed, PASS)]
     if not (got.startswith(want + ".") or got == want):
-        fix = (f"{base} is Python {got}, and the lock pins wheels for Python {want}" if got
-               else f"{base} does not run" if base else f"no python3 found, and the lock pins wheels for Python {want}")
-        return out + [Row(check, found, needed, FAIL, fix=f"{fix}; {instead}")]
+        return out + [Row(check, found, needed, FAIL, fix=wrong_python(base, got, want))]
     if host.out("python-venv").ok:
         return out + [Row(check, found + ", venv and ensurepip", needed, PASS)]
     found += ", no venv/ensurepip module (python3.11-venv not installed)"

@@ -5,8 +5,8 @@ once, beside the preflight's own. Standard library only, any python3 from 3.8 on
     devices cuda|ascend [--dry-run] [--build]
         the GPUs or NPUs this host shows (HARNESS_DEV_DIR: a fake /dev, whose hosts have no real nvidia-smi either)
         and, on ascend, the chip the image is built for: ASCEND_CHIP, else the Name column of `npu-smi info` (NPU_SMI
-        names the tool) looked up in ascend.toml. No device is refused unless the commands are only printed
-        (--dry-run: an 8-NPU server's) or only the image is built (--build).
+        names the tool) looked up in ascend.toml, and the image that chip names (`chip_image`). No device is refused
+        unless the commands are only printed (--dry-run: an 8-NPU server's) or only the image is built (--build).
     frameworks PLATFORM PROFILE PYTHON [--only GLOB] [--dry-run]
         asked of the --native Python itself: the frameworks it lacks (harness.host.platforms.missing_framework), and
         the selected cells `harness list` records as skipped for that; refused where that is every cell.
@@ -15,6 +15,15 @@ once, beside the preflight's own. Standard library only, any python3 from 3.8 on
         preflight's step container takes too): the GPUs; the NPUs given, and HwHiAiUser's group unless ROOTLESS is 1
         (rootless podman keeps the caller's groups); the host network; on cuda the kept host folder of the driver's
         JIT cache (`made`: the script makes it before the run).
+    apex ENGINE IMAGE APEX
+        an image that is there and an apex choice (ascend): whether the image was built with it (its label
+        io.ms-pt-harness.apex begins with the choice); when not, the line that says so, and `need_build 1`.
+    build PLATFORM ENGINE CHECKOUT
+        before an image is built: the build plan (harness.preflight.buildplan) at the folder where ENGINE keeps its
+        images (`ENGINE info`, else CHECKOUT), and `began` (the time, the free disk there, that folder) for `built`.
+    built IMAGE ENGINE BEGAN
+        after it: the line of what it took (buildplan.built; the image's size as `ENGINE image inspect` says it).
+        These two are for the reader only (the script asks them where the host has a python3, and goes on without).
 
 The answer is plain lines, `NAME VALUE`: `say LINE` is a line for the user (the script prints it on stderr); any
 other NAME is a value the script keeps (`npu`, `arg` and `made` once per item). Exit 0: answered; 2: refused, the
@@ -30,6 +39,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from collections import Counter
 
 PROG = "reproduce.sh"
@@ -109,9 +119,13 @@ def devices(platform: str, dry: bool, build: bool, env: dict[str, str]) -> None:
                     "server")
     for path in npus or [f"/dev/davinci{n}" for n in range(SERVER_NPUS)]:
         tell("npu", path)
-    for name, value in chip(env).items():
+    from harness.preflight.host import image_tag
+
+    said = chip(env)
+    for name, value in said.items():
         if value:
             tell(name, value)
+    tell("chip_image", image_tag("ascend", said["chip"], None))
 
 
 def frameworks(platform: str, profile: str, python: str, only: str | None, dry: bool) -> None:
@@ -174,6 +188,45 @@ def container(platform: str, engine: str, rootless: bool, npus: list[str]) -> No
         tell("arg", flag)
 
 
+def stdout(cmd: list[str]) -> str:
+    """What `cmd` printed on stdout, whatever its exit status, as `$(cmd 2> /dev/null)` keeps it ("": not there)."""
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, check=False).stdout.rstrip("\n")
+    except OSError:
+        return ""
+
+
+def apex(engine: str, image: str, choice: str) -> None:
+    had = stdout([engine, "image", "inspect", "--format", '{{ index .Config.Labels "io.ms-pt-harness.apex" }}', image])
+    if had.split(":", 1)[0] != choice:
+        was = f"with ASCEND_APEX={had.split(':', 1)[0]}" if had else "without an io.ms-pt-harness.apex label"
+        tell("say", f"{PROG}: {image} was built {was}; building it again with ASCEND_APEX={choice}")
+        tell("need_build", 1)
+
+
+def build(platform: str, engine: str, here: str) -> None:
+    from harness.preflight import buildplan, data
+
+    podman = os.path.basename(engine) == "podman"
+    store = stdout([engine, "info", "--format", "{{.Store.GraphRoot}}" if podman else "{{.DockerRootDir}}"])
+    store = store if os.path.isdir(store) else here
+    try:
+        tell("say", buildplan.plan(platform, "container", store, data.host()))
+    except (data.DataError, OSError):
+        pass
+    free = buildplan.free_kb(store)
+    tell("began", f"{int(time.time())} {'-' if free is None else free} {store}")
+
+
+def built(image: str, engine: str, began: str) -> None:
+    from harness.preflight import buildplan
+
+    at, free, store = began.split(" ", 2)
+    size = stdout([engine, "image", "inspect", "--format", "{{.Size}}", image]).strip()
+    tell("say", buildplan.built(image, time.time() - int(at), int(size) // 1024 if size.isdigit() else None, store,
+                                None if free == "-" else int(free), buildplan.free_kb(store)))
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python3 -m harness.preflight.shell", description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="question", required=True)
@@ -192,14 +245,32 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("engine")
     c.add_argument("rootless", choices=("0", "1"), help="1: rootless podman")
     c.add_argument("npus", nargs="*", metavar="NPU")
+    a = sub.add_parser("apex", help="whether the image there was built with the apex choice")
+    a.add_argument("engine")
+    a.add_argument("image")
+    a.add_argument("apex", choices=("build", "skip"))
+    b = sub.add_parser("build", help="the build plan before an image build, and what the line after it compares")
+    b.add_argument("platform", choices=("cpu", "cuda", "ascend"))
+    b.add_argument("engine")
+    b.add_argument("checkout", help="where the build's disk is said when ENGINE does not say where it keeps images")
+    b2 = sub.add_parser("built", help="the line after an image build: what it took")
+    b2.add_argument("image")
+    b2.add_argument("engine")
+    b2.add_argument("began", help="the `began` value `build` answered")
     args = ap.parse_args(argv)
     try:
         if args.question == "devices":
             devices(args.platform, args.dry_run, args.build, dict(os.environ))
         elif args.question == "frameworks":
             frameworks(args.platform, args.profile, args.python, args.only, args.dry_run)
-        else:
+        elif args.question == "container":
             container(args.platform, args.engine, args.rootless == "1", args.npus)
+        elif args.question == "apex":
+            apex(args.engine, args.image, args.apex)
+        elif args.question == "build":
+            build(args.platform, args.engine, args.checkout)
+        else:
+            built(args.image, args.engine, args.began)
     except Refused as e:
         tell("say", f"{PROG}: {e}")
         return 2

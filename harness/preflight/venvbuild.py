@@ -1,15 +1,20 @@
-"""`python3.11 -m harness.preflight.venvbuild prepare|make BASE VENV LOCK CHECKOUT|SHA256`: what `./reproduce.sh cpu`
-does to make .venv, natively, run by BASE itself (the Python 3.11 the script found; it checked the version first).
-Standard library only: it runs before the .venv it makes. Between the two steps the script notes the time and the
-free disk, and after the second it says what the build took.
+"""`python3 -m harness.preflight.venvbuild prepare|make BASE VENV LOCK CHECKOUT|SHA256`: what `./reproduce.sh cpu`
+does to make .venv, natively, with BASE (the Python the script found: $PYTHON, else python3.11, else python3).
+Standard library only, any python3 from 3.8 on: it runs before the .venv it makes. The script runs `prepare` under
+BASE where BASE can run it, else under the host's python3 (so that a BASE that does not run is said here), and `make`
+under BASE, which `prepare` found to be the lock's Python.
 
-    prepare  BASE's venv module (Debian and Ubuntu ship venv and ensurepip apart, in python3.11-venv) and the OpenMP
-             runtime MindSpore's CPU kernels link (libgomp.so.1, Debian's libgomp1): installed where this may (root,
-             apt-get), else one line says who can (a venv module missing ends it); then the build plan (the disk
-             it needs at CHECKOUT) and the line that the build begins.
+    prepare  BASE itself: that it runs and is the lock's Python (host.toml's [python] version; else the line of
+             --check's failing Python row, checks_common.wrong_python); its venv module (Debian and Ubuntu ship venv
+             and ensurepip apart, in python3.11-venv) and the OpenMP runtime MindSpore's CPU kernels link
+             (libgomp.so.1, Debian's libgomp1): installed where this may (root, apt-get), else one line says who
+             can (a venv module missing ends it); then the build plan (the disk it needs at CHECKOUT) and the line
+             that the build begins.
     make     VENV made again whole from LOCK: BASE -m venv, the allocators of the expected results (root with apt-get
              or dnf; never fatal), pip install --require-hashes, and last the stamp (SHA256, the lock's), which
-             marks the build finished (the check calls a .venv without it an interrupted build).
+             marks the build finished (the check calls a .venv without it an interrupted build); then what it took
+             (harness.preflight.buildplan.built: its time, what VENV holds, the free disk at its folder before and
+             after).
 
 BASE is probed as a program of its own (`BASE -c ...`), so a stand-in can play it. Lines for the user go to stderr,
 each prefixed `reproduce.sh: `; exit 2: refused, its last line saying why and what to do.
@@ -21,10 +26,12 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 
 PROG = "reproduce.sh"
 CONTAINER = "add --container to run in the CPU image"
 HAS_VENV = "import ensurepip, venv"
+VERSION = 'import sys; print("%d.%d" % sys.version_info[:2])'
 HAS_GOMP = 'import ctypes.util, sys; sys.exit(ctypes.util.find_library("gomp") is None)'
 QUIET = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
 
@@ -79,7 +86,24 @@ def allocator_packages() -> tuple[str | None, list[str]]:
     return tool, ["/usr/lib64/" + allocator.LIBRARIES["tcmalloc"][0]] if tool and "tcmalloc" in missing else []
 
 
+def base_version(base: str) -> str | None:
+    """BASE's version, "3.11", as BASE itself prints it; None where it does not run."""
+    try:
+        p = subprocess.run([base, "-c", VERSION], capture_output=True, text=True, check=False)
+    except OSError:
+        return None
+    return p.stdout.strip() if p.returncode == 0 else None
+
+
 def prepare(base: str, venv: str, lock: str, here: str) -> None:
+    # Stock Ubuntu 22.04 and 24.04 have Python 3.10 and 3.12, Debian 13 3.13: the line points at the CPU image, which
+    # needs no host Python.
+    from harness.preflight import data
+    from harness.preflight.checks_common import wrong_python
+
+    want, got = data.host()["python"]["version"], base_version(base)
+    if got != want:
+        raise Refused(wrong_python(base, got or "", want))
     if not ok([base, "-c", HAS_VENV], **QUIET):   # without them `-m venv` leaves a .venv with no pip
         if not can_install():
             raise Refused(f"{base} cannot make a venv (no ensurepip/venv module): as root, apt-get install "
@@ -108,6 +132,10 @@ def prepare(base: str, venv: str, lock: str, here: str) -> None:
 
 
 def make(base: str, venv: str, lock: str, sha256: str) -> None:
+    from harness.preflight import buildplan
+
+    here = os.path.dirname(venv)   # the checkout: the free disk there before and after
+    began, free_before = time.time(), buildplan.free_kb(here)
     # A stale or half-made .venv is made again whole; the stamp, written last, marks it finished.
     if os.path.islink(venv) or os.path.isfile(venv):
         os.unlink(venv)
@@ -142,12 +170,14 @@ def make(base: str, venv: str, lock: str, sha256: str) -> None:
                       "and run again")
     with open(os.path.join(venv, ".requirements.sha256"), "w") as f:
         f.write(sha256 + "\n")
+    print(buildplan.built(venv, time.time() - began, buildplan.disk_kb(venv), here, free_before,
+                          buildplan.free_kb(here)), file=sys.stderr, flush=True)
 
 
 def main(argv: list[str]) -> int:
     step, args = (argv[0], argv[1:]) if argv else ("", [])
     if (step, len(args)) not in (("prepare", 4), ("make", 4)):
-        print("error: usage: python3.11 -m harness.preflight.venvbuild prepare BASE VENV LOCK CHECKOUT | make BASE "
+        print("error: usage: python3 -m harness.preflight.venvbuild prepare BASE VENV LOCK CHECKOUT | make BASE "
               "VENV LOCK SHA256", file=sys.stderr)
         return 2
     try:

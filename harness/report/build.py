@@ -160,7 +160,9 @@ def merge(runs: list[Path]) -> tuple[list[dict[str, Any]], list[tuple[str, Path,
     ran: dict[tuple[str, str], tuple[dict[str, Any], Path, int]] = {}  # (label, cell): the first settings seen
     for (run, meta, env), label in zip(loaded, _host_labels(loaded), strict=True):
         if label not in [h["label"] for h in hosts]:
-            hosts.append({"label": label, "runs": [str(run)], "meta": meta, "env": env})
+            # its expected results, found once (configdiff.expected_for): the banner and the Why's "versus" read them
+            hosts.append({"label": label, "runs": [str(run)], "meta": meta, "env": env,
+                          "expected": configdiff.expected_for(meta, env)})
         else:
             next(h for h in hosts if h["label"] == label)["runs"].append(str(run))
         store = RunStore(run)
@@ -267,7 +269,7 @@ def collect(runs: list[Path]) -> dict[str, Any]:
             "device_memory": memory_table(hosts, merged),
             # The banner at the top: where a run's configuration differs from its expected results' (configdiff)
             "config_diff": {h["label"]: {"diffs": d, "run": _expected_name(h)} for h in hosts
-                            if (d := configdiff.differences(h["meta"], h["env"]))},
+                            if (d := configdiff.differences(h["meta"], h["env"], h["expected"]))},
             # A run planned to the hours booked (--hours, harness.estimate.fit): what it decided and left out, and why
             "booking": {h["label"]: booking_summary(h["meta"]["booking"]) for h in hosts if h["meta"].get("booking")}}
     data["sections"] = sections(data)
@@ -357,12 +359,27 @@ def _with_limits(why: list[dict[str, Any]], rows: list[dict[str, Any]]) -> list[
 
 def _expected_name(h: dict[str, Any]) -> str:
     """The expected run a host's results are compared with, as the banner names it."""
-    run = configdiff.expected_for(h["meta"], h["env"])
-    return f"docs/runs/{run.name}" if run else "docs/runs/"
+    return f"docs/runs/{h['expected'].name}" if h["expected"] else "docs/runs/"
 
 
 def _processor(meta: dict[str, Any], env: dict[str, Any]) -> str | None:
     return run_device(meta.get("platform"), env) or (env.get("cpu") or {}).get("model")
+
+
+def _other_family_run(h: dict[str, Any]) -> tuple[Path, RunStore, str] | None:
+    """The committed run of the host's platform and profile on a processor of another family than the host's (not one
+    of its own runs): its expected run where that is one, else the first such; with its store and processor."""
+    platform, profile = h["meta"].get("platform"), h["meta"].get("profile")
+    mine = {Path(r).resolve() for r in h["runs"]}
+    here = _processor(h["meta"], h["env"])
+    for candidate in dict.fromkeys(filter(None, (h["expected"], *expected_runs(platform, profile)))):
+        if candidate.resolve() in mine:
+            continue
+        store = RunStore(candidate)
+        theirs = _processor(store.read_meta(), store.read_env())
+        if theirs and cpu_family(theirs) != cpu_family(here):   # another family: another processor
+            return candidate, store, theirs
+    return None
 
 
 def _versus_expected(why: list[dict[str, Any]], hosts: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -373,21 +390,10 @@ def _versus_expected(why: list[dict[str, Any]], hosts: list[dict[str, Any]]) -> 
     CPU."""
     there: dict[str, tuple[str, dict]] = {}
     for h in hosts:
-        platform, profile = h["meta"].get("platform"), h["meta"].get("profile")
-        mine = {Path(r).resolve() for r in h["runs"]}
-        here = _processor(h["meta"], h["env"])
-        nearest = configdiff.expected_for(h["meta"], h["env"])
-        run = store = theirs = None
-        for candidate in dict.fromkeys(filter(None, (nearest, *expected_runs(platform, profile)))):
-            if candidate.resolve() in mine:
-                continue
-            store = RunStore(candidate)
-            theirs = _processor(store.read_meta(), store.read_env())
-            if theirs and cpu_family(theirs) != cpu_family(here):   # another family: another processor
-                run = candidate
-                break
-        if run is None or store is None:
+        found = _other_family_run(h)
+        if found is None:
             continue
+        run, store, theirs = found
         profiles: dict[str, dict] = {}
         for r in store.results():
             if r.get("kind") == "model" and r.get("amp") == "off" and (r.get("profile") or {}).get("per_step_s"):
