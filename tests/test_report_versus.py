@@ -75,12 +75,17 @@ def test_the_banner_names_the_run_it_compares_with(tmp_path):
     meta = {"platform": "cpu", "profile": "quick", "synthetic": "cifar10"}
     env = json.loads((RUNS / "cpu-quick-intel-xeon" / "env.json").read_text())
     assert configdiff.expected_for(meta, env) == RUNS / "cpu-quick-intel-xeon"
-    assert not [d for d in configdiff.differences(meta, env) if d["what"] == "CPU"]
+    assert not [d for d in _diffs(meta, env) if d["what"] == "CPU"]
     xeon = env["cpu"]["model"]
     env["cpu"]["model"] = "AMD EPYC"
     assert configdiff.expected_for(meta, env) == RUNS / "cpu-quick"
-    assert not [d for d in configdiff.differences(meta, env) if d["what"] == "CPU"]
+    assert not [d for d in _diffs(meta, env) if d["what"] == "CPU"]
     env["cpu"]["model"] = "Intel(R) Core(TM) i7-1165G7 @ 2.80GHz"   # a laptop: the Xeon's run, the CPU named
-    assert [d["expected"] for d in configdiff.differences(meta, env) if d["what"] == "CPU"] == [xeon]
+    assert [d["expected"] for d in _diffs(meta, env) if d["what"] == "CPU"] == [xeon]
     h = {"meta": meta, "env": env, "expected": configdiff.expected_for(meta, env)}
     assert build._expected_name(h) == "docs/runs/cpu-quick-intel-xeon"
+
+
+def _diffs(meta: dict, env: dict) -> list[dict]:
+    """The banner's differences, from the expected run found as the report finds it (configdiff.expected_for)."""
+    return configdiff.differences(meta, env, configdiff.expected_for(meta, env))

@@ -169,16 +169,10 @@ def expected_for(meta: dict[str, Any], env: dict[str, Any]) -> Path | None:
     return expected_run(meta.get("platform"), meta.get("profile"), (env.get("cpu") or {}).get("model"))
 
 
-_FIND = object()   # differences' folder not given: found by expected_for
-
-
-def differences(meta: dict[str, Any], env: dict[str, Any], folder: Path | None | object = _FIND
-                ) -> list[dict[str, str]]:
-    """What of this run's configuration differs from its expected results' (`folder`, where the caller found it
-    already; else expected_for), each {what, here, expected, moves}."""
+def differences(meta: dict[str, Any], env: dict[str, Any], folder: Path | None) -> list[dict[str, str]]:
+    """What of this run's configuration differs from its expected results' (`folder`: expected_for's answer, found
+    once by the caller), each {what, here, expected, moves}."""
     platform, profile = meta.get("platform"), meta.get("profile")
-    if folder is _FIND:
-        folder = expected_for(meta, env)
     if folder is None:
         return [{"what": "expected results", "here": f"{platform}, {profile} profile", "expected": "none committed",
                  "moves": f"nothing to compare with: no committed run of {platform}-{profile} under docs/runs"}]

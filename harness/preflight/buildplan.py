@@ -12,6 +12,7 @@ read is "unknown", never the build's failure.
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 
 from harness.preflight import data
@@ -24,11 +25,8 @@ def plan(platform: str, mode: str, path: str, hostdata: dict) -> str:
     b = hostdata["build"][key]
     disk = hostdata["disk"][platform]
     need = disk["native_gb"] if key == "cpu-native" else disk["build_gb"]
-    try:
-        st = os.statvfs(path)
-        free = f"{st.f_bavail * st.f_frsize / 1e9:.1f} GB free there now"
-    except OSError:
-        free = "its free space unreadable"
+    kb = free_kb(path)
+    free = "its free space unreadable" if kb is None else f"{gb(kb)} free there now"
     return (f"reproduce.sh: --build makes {WHAT[mode].format(platform=platform)}: downloads {b['download']}; "
             f"needs {need} GB free at {path} ({free}); takes {b['time']}")
 
@@ -43,21 +41,15 @@ def free_kb(path: str) -> int | None:
 
 
 def disk_kb(path: str) -> int | None:
-    """The KB `path` holds on disk, as `du -sk` counts them (each hard-linked file once), None where it is not there."""
+    """The KB `path` holds on disk, as `du -sk` counts them (each hard-linked file once), None where it is not there
+    or du does not say."""
     if not os.path.lexists(path):
         return None
-    seen, blocks = set(), 0
-    for root, dirs, files in os.walk(path):
-        for name in [root, *(os.path.join(root, n) for n in files),
-                     *(os.path.join(root, d) for d in dirs if os.path.islink(os.path.join(root, d)))]:
-            try:
-                st = os.lstat(name)
-            except OSError:
-                continue
-            if (st.st_dev, st.st_ino) not in seen:
-                seen.add((st.st_dev, st.st_ino))
-                blocks += st.st_blocks
-    return blocks * 512 // 1024
+    try:
+        out = subprocess.run(["du", "-sk", path], capture_output=True, text=True, check=False).stdout.split()
+    except OSError:
+        return None
+    return int(out[0]) if out and out[0].isdigit() else None
 
 
 def gb(kb: int | None) -> str:
