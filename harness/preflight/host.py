@@ -33,7 +33,7 @@ from typing import Any
 from harness.errors import HarnessError
 from harness.host import allocator, configdiff, envinfo
 from harness.paths import HARNESS, REPO, expected_env
-from harness.preflight import parse
+from harness.preflight import buildplan, parse
 
 NVIDIA_SMI_QUERY = ["nvidia-smi", "--query-gpu=" + ",".join(parse.QUERY_FIELDS), "--format=csv,noheader"]
 NVIDIA_SMI_QUERY_OLD = ["nvidia-smi", "--query-gpu=" + ",".join(parse.QUERY_FIELDS_OLD), "--format=csv,noheader"]
@@ -138,14 +138,13 @@ def _user() -> dict[str, Any]:
 
 
 def _free(path: str) -> tuple[str, int | None]:
-    """Free bytes where `path` lives (its nearest existing parent if it does not exist yet)."""
+    """Free bytes where `path` lives (its nearest existing parent if it does not exist yet), as the build plan reads
+    them (buildplan.free_kb: df's Available)."""
     p = Path(path)
     while not p.exists() and p != p.parent:
         p = p.parent
-    try:
-        return str(p), shutil.disk_usage(p).free
-    except OSError:
-        return str(p), None
+    kb = buildplan.free_kb(str(p))
+    return str(p), None if kb is None else kb * 1024
 
 
 def _read(path: str) -> str | None:
