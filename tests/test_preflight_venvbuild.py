@@ -23,7 +23,7 @@ class Host:
     (`apt-get update` always does, as on a host whose sources answer but lack the package); `-m venv` makes its
     folder."""
 
-    def __init__(self, *, version="3.11", venv=True, gomp=True, root=False, tools=("apt-get",), fails=(),
+    def __init__(self, *, version="3.11.2", venv=True, gomp=True, root=False, tools=("apt-get",), fails=(),
                  installs=True):
         self.version, self.venv, self.gomp, self.root = version, venv, gomp, root
         self.tools, self.fails, self.installs = tools, fails, installs
@@ -73,8 +73,9 @@ INSTEAD = ("add --container to run in the CPU image (docker or podman; no host P
 
 
 @pytest.mark.parametrize("version, said", [
-    ("3.10", f"{BASE} is Python 3.10, and the lock pins wheels for Python 3.11"),   # stock Ubuntu 22.04's
-    ("3.13", f"{BASE} is Python 3.13, and the lock pins wheels for Python 3.11"),   # Debian 13's
+    ("3.10.12", f"{BASE} is Python 3.10.12, and the lock pins wheels for Python 3.11"),   # stock Ubuntu 22.04's
+    ("3.13.5", f"{BASE} is Python 3.13.5, and the lock pins wheels for Python 3.11"),     # Debian 13's
+    ("3.1.4", f"{BASE} is Python 3.1.4, and the lock pins wheels for Python 3.11"),       # not read as 3.11
     (None, f"{BASE} does not run"),
 ])
 def test_a_base_that_is_not_the_locks_python_is_pointed_at_the_cpu_image_before_anything_runs(host, capsys, tmp_path,
@@ -88,10 +89,10 @@ def test_a_base_that_is_not_the_locks_python_is_pointed_at_the_cpu_image_before_
 
 def test_the_base_version_is_what_the_base_prints_and_none_where_it_does_not_run(tmp_path):
     stand_in = tmp_path / "python3"
-    stand_in.write_text('#!/bin/sh\n[ "$1" = -c ] && echo 3.12\n')
+    stand_in.write_text('#!/bin/sh\n[ "$1" = -c ] && echo 3.12.3\n')
     stand_in.chmod(0o755)
-    assert venvbuild.base_version(str(stand_in)) == "3.12"
-    assert venvbuild.base_version(sys.executable) == "{}.{}".format(*sys.version_info[:2])
+    assert venvbuild.base_version(str(stand_in)) == "3.12.3"
+    assert venvbuild.base_version(sys.executable) == "{}.{}.{}".format(*sys.version_info[:3])
     assert venvbuild.base_version(str(tmp_path / "no-such-python")) is None
     stand_in.write_text("#!/bin/sh\nexit 1\n")
     assert venvbuild.base_version(str(stand_in)) is None

@@ -291,8 +291,8 @@ def test_check_is_in_the_usage_of_the_script_and_the_readme():
 
 
 @pytest.mark.parametrize("host, python3, said", [
-    ("Ubuntu 22.04", "3.10", "{py} is Python 3.10, and the lock pins wheels for Python 3.11"),
-    ("Ubuntu 24.04", "3.12", "{py} is Python 3.12, and the lock pins wheels for Python 3.11"),
+    ("Ubuntu 22.04", "3.10.12", "{py} is Python 3.10.12, and the lock pins wheels for Python 3.11"),
+    ("Ubuntu 24.04", "3.12.3", "{py} is Python 3.12.3, and the lock pins wheels for Python 3.11"),
     ("a PYTHON that does not run", "PYTHON", "{py} does not run"),
     ("RHEL 8", "3.6", "no python3 found that runs harness/preflight (3.8 or newer), and the lock pins wheels for "
                       "Python 3.11"),
@@ -306,7 +306,7 @@ def test_a_host_without_python_3_11_is_pointed_at_container(tmp_path, host, pyth
     env = {"PATH": path, "HOME": str(tmp_path)}
     if python3:  # a stock python3 of that release (and no python3.11): it says its version, and runs harness/preflight
         real = os.path.realpath(getattr(sys, "_base_executable", sys.executable))
-        version = "" if python3 == "PYTHON" else f'*"version_info[:2]"*) echo {python3}; exit 0 ;; '
+        version = "" if python3 == "PYTHON" else f'*"version_info[:3]"*) echo {python3}; exit 0 ;; '
         old = '*"(3, 8)"*) exit 1 ;; ' if python3 == "3.6" else ""   # too old for harness/preflight
         fake.write_text(f'#!/bin/sh\ncase "$*" in {old}{version}*) exec {real} "$@" ;; esac\n')
         fake.chmod(0o755)

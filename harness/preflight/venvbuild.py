@@ -31,7 +31,7 @@ import time
 PROG = "reproduce.sh"
 CONTAINER = "add --container to run in the CPU image"
 HAS_VENV = "import ensurepip, venv"
-VERSION = 'import sys; print("%d.%d" % sys.version_info[:2])'
+VERSION = 'import sys; print("%d.%d.%d" % sys.version_info[:3])'
 HAS_GOMP = 'import ctypes.util, sys; sys.exit(ctypes.util.find_library("gomp") is None)'
 QUIET = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
 
@@ -87,7 +87,8 @@ def allocator_packages() -> tuple[str | None, list[str]]:
 
 
 def base_version(base: str) -> str | None:
-    """BASE's version, "3.11", as BASE itself prints it; None where it does not run."""
+    """BASE's version, "3.11.2", as BASE itself prints it (and --check's row names it); None where it does not
+    run."""
     try:
         p = subprocess.run([base, "-c", VERSION], capture_output=True, text=True, check=False)
     except OSError:
@@ -102,7 +103,7 @@ def prepare(base: str, venv: str, lock: str, here: str) -> None:
     from harness.preflight.checks_common import wrong_python
 
     want, got = data.host()["python"]["version"], base_version(base)
-    if got != want:
+    if not got or ".".join(got.split(".")[:2]) != want:
         raise Refused(wrong_python(base, got or "", want))
     if not ok([base, "-c", HAS_VENV], **QUIET):   # without them `-m venv` leaves a .venv with no pip
         if not can_install():
