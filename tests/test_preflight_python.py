@@ -48,6 +48,14 @@ def test_debian_13s_python_313_names_the_container_and_python():
         "PYTHON=/path/to/python3.11"]
 
 
+@pytest.mark.parametrize("got, same", [("3.11.2", True), ("3.11", True), ("3.11.0rc1", True), ("3.1.4", False),
+                                       ("3.110.1", False), ("3.12.3", False), ("", False)])
+def test_the_locks_python_is_told_by_major_and_minor_alone(got, same):
+    # the one answer the check's row and the .venv build (venvbuild.prepare) both take
+    assert checks_common.is_locks_python(got, "3.11") is same
+    assert (_rows(_host(got or None))["Python 3.11"].verdict == PASS) is same
+
+
 def test_python_311_without_venv_as_root_with_apt_get_waits_for_build():
     rows = checks_common.python_rows(_host(venv_module=False, uid=0, apt_get="/usr/bin/apt-get"), data.host())
     row = rows[1]

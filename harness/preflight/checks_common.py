@@ -23,6 +23,12 @@ INSTEAD = ("add --container to run in the CPU image (docker or podman; no host P
            "{want} and set PYTHON=/path/to/python{want}")
 
 
+def is_locks_python(got: str, want: str) -> bool:
+    """Whether a Python that prints version GOT ("3.11.2"; "3.11" in older host records) is the lock's WANT ("3.11"):
+    major.minor alike, so 3.1.4 and 3.110.0 are not 3.11. The one answer --check's row and the .venv build share."""
+    return ".".join(got.split(".")[:2]) == want
+
+
 def wrong_python(base: str | None, got: str, want: str) -> str:
     """Why BASE (None: no python3 found) cannot make .venv, and what to do instead: the fix of the failing Python row
     here, and the refusal of `./reproduce.sh cpu` (harness/preflight/venvbuild.py). `got`: its version ("" where it
@@ -66,9 +72,9 @@ def python_rows(host: Host, hostdata: dict[str, Any]) -> list[Row]:
     check = f"Python {want}"
     needed = f"Python {want} that can make a venv ({hostdata['python'].get('why', '')}) to make .venv"
     if made:  # the .venv is made: no Python needed to make it
-        ok = got.startswith(want + ".") and host.out("python-venv").ok
+        ok = is_locks_python(got, want) and host.out("python-venv").ok
         return out + [Row(check, found + ("" if ok else " (not needed: .venv is made)"), needed, PASS)]
-    if not (got.startswith(want + ".") or got == want):
+    if not is_locks_python(got, want):
         return out + [Row(check, found, needed, FAIL, fix=wrong_python(base, got, want))]
     if host.out("python-venv").ok:
         return out + [Row(check, found + ", venv and ensurepip", needed, PASS)]

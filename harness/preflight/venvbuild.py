@@ -100,10 +100,10 @@ def prepare(base: str, venv: str, lock: str, here: str) -> None:
     # Stock Ubuntu 22.04 and 24.04 have Python 3.10 and 3.12, Debian 13 3.13: the line points at the CPU image, which
     # needs no host Python.
     from harness.preflight import data
-    from harness.preflight.checks_common import wrong_python
+    from harness.preflight.checks_common import is_locks_python, wrong_python
 
     want, got = data.host()["python"]["version"], base_version(base)
-    if not got or ".".join(got.split(".")[:2]) != want:
+    if not got or not is_locks_python(got, want):
         raise Refused(wrong_python(base, got or "", want))
     if not ok([base, "-c", HAS_VENV], **QUIET):   # without them `-m venv` leaves a .venv with no pip
         if not can_install():
