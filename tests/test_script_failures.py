@@ -487,6 +487,36 @@ esac""")
         "above")
 
 
+def test_test_sh_with_less_free_disk_than_the_published_run_needed_is_one_line_before_anything(tmp_path):
+    """A CI host short of disk failed half an hour in, on buildah's "no space left on device": the whole command now
+    compares the free disk with the published run's peak first; a part of it (-e) is not refused."""
+    import json
+
+    clone = _tools_clone(tmp_path, "test.sh", "install_system_packages.sh")
+    record = clone / "docs" / "runs" / "fresh-host" / "test-command.json"
+    record.parent.mkdir(parents=True)
+    shutil.copy(REPO / "docs" / "runs" / "fresh-host" / "test-command.json", record)
+    need = json.loads(record.read_text())["disk_used_gib"]
+    _as_uid(tmp_path, 1000)
+    tox = _tool(tmp_path / "toxbin", "tox", "exit 0")
+    _tool(tmp_path / "fake", "python3", f"""case "$*" in
+  *ensurepip*) exit 0 ;;
+  "-m venv "*) mkdir -p "$3/bin" && cp {tox} "$3/bin/tox" && cp {tox} "$3/bin/pip" ;;
+esac""")
+    free_kb = int((need - 0.2) * 1024**2)
+    _tool(tmp_path / "fake", "df", f'echo "Filesystem 1024-blocks Used Available Capacity Mounted on"; '
+                                   f'echo "/dev/vda 263174212 1 {free_kb} 1% /"')
+    proc = _run_tool(tmp_path, clone, "test.sh", path=_path(tmp_path))
+    assert proc.returncode == 2, proc.stderr
+    assert one_line_error(proc) == (
+        f"tools/test.sh: {free_kb / 1024**2:.1f} GiB free on the disk of {clone}, and the five environments took up to "
+        f"{need} GiB of it at once in the published run (docs/runs/fresh-host/test-command.json); free some disk "
+        "there, or run a part of them, e.g. tools/test.sh -e lint,test")
+    assert not (clone / ".venv-tox").exists()   # refused before anything was installed or made
+    proc = _run_tool(tmp_path, clone, "test.sh", "-e", "lint", path=_path(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+
+
 @pytest.mark.parametrize("lanes", ["3", "2", "1"])
 def test_test_sh_records_each_environment_its_time_and_disk_and_names_a_failure(tmp_path, lanes):
     """The whole run's record (.tox/logs/test-command.json), which README's time and disk for the command come from:

@@ -55,8 +55,9 @@
 #              spec, and the cuda and ascend walks up to their no-device line
 #
 # Prints the time of each phase (the cpu walks print each step's). Buildah's storage lives in .cache/image-check/
-# and is removed at the end, as is the walking user's podman storage (--keep leaves the image there). Where the
-# tools or root cannot be had, says so in one line and exits 1 under CI=true, 0 elsewhere.
+# and is removed at the end, as is the walking user's podman storage, and wheelhouse/cuda once the CUDA image is built
+# (--keep leaves the image and the wheels there). Where the tools or root cannot be had, says so in one line and exits
+# 1 under CI=true, 0 elsewhere.
 set -Eeuo pipefail
 # -E: the ERR trap also fires inside functions, where a failing command would otherwise end the check unexplained;
 # in a subshell ($(...), a pipeline) it stays quiet, and the command that holds it is reported.
@@ -264,6 +265,9 @@ for key in io.ms-pt-harness.torch io.ms-pt-harness.mindspore org.opencontainers.
   grep -q "[[ ]$key:" <<< "$labels" || fail "the image has no label $key"
 done
 echo "check_image: built $image, $size; labels $labels" >&2
+# Only the build reads the wheelhouse: its 5 GB go back to the disk now, which the CPU image's build beside this check
+# needs (tools/test.sh's lanes). --keep keeps it, for a second build without the download.
+[ "$keep" = 1 ] || rm -rf "${root:?}/wheelhouse/$platform"
 phase build
 
 # --- 6. run: every dataset's loader and a cell of every model, in the image ---------------------------

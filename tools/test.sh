@@ -29,6 +29,17 @@ echo "${disk_start:-0}" > "$low_file"
   done ) < /dev/null > /dev/null 2>&1 &   # holds no pipe of the caller's open (its sleep outlives a kill)
 sampler=$!
 trap 'kill "$sampler" 2> /dev/null || true' EXIT
+# The five environments at once fill the disk with two images, their wheels and three hosts' .venv builds: with less
+# free than the published run needed at its peak, an image build would fail half an hour in on "no space left on
+# device". Say so now instead, in one line.
+need_record=docs/runs/fresh-host/test-command.json
+need_gib="$(sed -n 's/^ *"disk_used_gib": *\([0-9.]*\).*/\1/p' "$need_record" 2> /dev/null || true)"
+if [ $# = 0 ] && [ -n "$need_gib" ] && [ -n "$disk_start" ] \
+    && awk -v f="$disk_start" -v n="$need_gib" 'BEGIN { exit !(f / 1048576 < n) }'; then
+  die "$(awk -v f="$disk_start" 'BEGIN { printf "%.1f", f / 1048576 }') GiB free on the disk of $PWD, and the five" \
+    "environments took up to $need_gib GiB of it at once in the published run ($need_record); free some disk there," \
+    "or run a part of them, e.g. tools/test.sh -e lint,test"
+fi
 tools/install_system_packages.sh
 # tox itself runs under any Python 3 that can make a venv (its environments pick their own): python3, else Debian's
 # python3.11 (installed above as root). Ubuntu's python3 (3.10, 3.12) has no venv without python3-venv.

@@ -230,8 +230,9 @@ def test_command(runs: Sequence[Run], folder: Path = FRESH_HOST) -> str:
         envs = f"in three lanes at once, lint and test beside main and image, and beside image-cuda: {envs}"
     failed = [e["name"] for e in r["envs"] if e["status"] != "OK"]
     where = "from a plain clone with nothing beside it" if r.get("plain_clone") else "beside a ../shared folder"
-    disk = (f"; it needed {r['disk_used_gib']:.1f} GiB of free disk at its peak" if r.get("disk_used_gib") is not None
-            else "")
+    # tools/test.sh reads the same record and refuses, in one line, to start the whole set with less free than this
+    disk = (f"; it needed {r['disk_used_gib']:.1f} GiB of free disk at its peak, and with less free it says so and "
+            "does not start" if r.get("disk_used_gib") is not None else "")
     return (f"On {host['cpu']} ({host['cores']} cores, {host['memory_gib']} GiB), as root on Debian 12, {where}, "
             f"`tools/test.sh` took {duration(r['wall_s'])} ({envs})"
             + (f", and failed in {', '.join(failed)}" if failed else ", every environment passing")
