@@ -487,6 +487,18 @@ esac""")
         "above")
 
 
+def _processes_running(marker: str) -> list[int]:
+    """The pids whose command line holds MARKER."""
+    found = []
+    for p in Path("/proc").iterdir():
+        try:
+            if p.name.isdigit() and marker.encode() in (p / "cmdline").read_bytes():
+                found.append(int(p.name))
+        except OSError:   # it ended while we looked
+            pass
+    return found
+
+
 def test_test_sh_with_less_free_disk_than_the_published_run_needed_is_one_line_before_anything(tmp_path):
     """A CI host short of disk failed half an hour in, on buildah's "no space left on device": the whole command now
     compares the free disk with the published run's peak first; a part of it (-e) is not refused."""
@@ -515,6 +527,8 @@ esac""")
     assert not (clone / ".venv-tox").exists()   # refused before anything was installed or made
     proc = _run_tool(tmp_path, clone, "test.sh", "-e", "lint", path=_path(tmp_path))
     assert proc.returncode == 0, proc.stderr
+    # `exec tox` drops the EXIT trap; its disk sampler, a subshell with the same command line, once outlived it
+    assert _processes_running(f"{clone}/tools/test.sh") == []
 
 
 @pytest.mark.parametrize("lanes", ["3", "2", "1"])

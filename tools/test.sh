@@ -51,6 +51,8 @@ done
 "$tox_py" -m venv .venv-tox || die "$tox_py -m venv .venv-tox failed (its message is above); remove .venv-tox and run again"
 .venv-tox/bin/pip install -q tox==4.67.15 || die "pip could not install tox into .venv-tox (its message is above); check the network or the index"
 if [ $# -gt 0 ]; then
+  # exec drops the EXIT trap: the disk sampler would outlive the command, sampling forever
+  kill "$sampler" 2> /dev/null || true
   exec .venv-tox/bin/tox "$@"
 fi
 # Lanes at once (TEST_LANES, default 3): lint then test (pytest, on every core) on the terminal, beside main and image,
