@@ -167,6 +167,18 @@ def run_reproduce(tmp_path: Path, *args, dev: Path | None = None, path: str | No
                           cwd=tmp_path, env=full_env)
 
 
+def processes_with(needle: str) -> list[int]:
+    """The pids whose command line holds NEEDLE (a process that ends while we look is skipped)."""
+    pids = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and needle.encode() in (proc / "cmdline").read_bytes():
+                pids.append(int(proc.name))
+        except (OSError, ValueError):
+            continue
+    return pids
+
+
 def one_line_error(proc) -> str:
     """The one line a failing command printed on stderr."""
     lines = proc.stderr.strip().splitlines()

@@ -10,18 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import REPO, with_quick_pynative
-
-
-def _processes_with(needle: str) -> list[int]:
-    pids = []
-    for proc in Path("/proc").iterdir():
-        try:
-            if needle.encode() in (proc / "cmdline").read_bytes():
-                pids.append(int(proc.name))
-        except (OSError, ValueError):
-            continue
-    return pids
+from tests.helpers import REPO, processes_with, with_quick_pynative
 
 
 @pytest.mark.parametrize("fw_mode", ["pytorch/eager", "mindspore/pynative"])   # GRAPH: tests/test_multinode.py
@@ -58,7 +47,7 @@ def test_a_rank_that_dies_fails_the_cell_with_every_ranks_log_and_leaves_no_proc
     while time.monotonic() < deadline and not (events.exists() and '"init_stop"' in events.read_text()):
         time.sleep(0.2)
     spec = str(out / "cells" / cell / "r0.spec.json")
-    victims = [pid for pid in _processes_with(spec)
+    victims = [pid for pid in processes_with(spec)
                if b"RANK_ID=1" in Path(f"/proc/{pid}/environ").read_bytes()
                or b"\0RANK=1\0" in b"\0" + Path(f"/proc/{pid}/environ").read_bytes()]
     assert victims, "rank 1 not found"
@@ -70,4 +59,4 @@ def test_a_rank_that_dies_fails_the_cell_with_every_ranks_log_and_leaves_no_proc
     assert r["reason"] == "rank 1: killed by SIGKILL"   # named by the pid its launcher reports
     assert "r0.rank0.log" in r["log_tail"] and "r0.rank1.log" in r["log_tail"]
     time.sleep(1)
-    assert not _processes_with(spec), "a worker outlived its cell"
+    assert not processes_with(spec), "a worker outlived its cell"

@@ -16,7 +16,7 @@ import pytest
 from tests.conftest import REPO
 from tests.helpers import checkout_without_venv as _checkout_without_venv
 from tests.helpers import engine_calls as calls
-from tests.helpers import one_line_error
+from tests.helpers import one_line_error, processes_with
 from tests.helpers import path_without_engines as _path_without_engines
 
 SCRIPT = REPO / "reproduce.sh"
@@ -487,18 +487,6 @@ esac""")
         "above")
 
 
-def _processes_running(marker: str) -> list[int]:
-    """The pids whose command line holds MARKER."""
-    found = []
-    for p in Path("/proc").iterdir():
-        try:
-            if p.name.isdigit() and marker.encode() in (p / "cmdline").read_bytes():
-                found.append(int(p.name))
-        except OSError:   # it ended while we looked
-            pass
-    return found
-
-
 def test_test_sh_with_less_free_disk_than_the_published_run_needed_is_one_line_before_anything(tmp_path):
     """A CI host short of disk failed half an hour in, on buildah's "no space left on device": the whole command now
     compares the free disk with the published run's peak first; a part of it (-e) is not refused."""
@@ -528,7 +516,7 @@ esac""")
     proc = _run_tool(tmp_path, clone, "test.sh", "-e", "lint", path=_path(tmp_path))
     assert proc.returncode == 0, proc.stderr
     # `exec tox` drops the EXIT trap; its disk sampler, a subshell with the same command line, once outlived it
-    assert _processes_running(f"{clone}/tools/test.sh") == []
+    assert processes_with(f"{clone}/tools/test.sh") == []
 
 
 @pytest.mark.parametrize("lanes", ["3", "2", "1"])
