@@ -21,14 +21,6 @@ t_start=$(date +%s)
 mkdir -p .tox/logs
 free_kb() { { df -Pk . 2> /dev/null || true; } | awk 'NR == 2 && $4 ~ /^[0-9]+$/ { print $4 }'; }
 disk_start="$(free_kb)"
-low_file=.tox/logs/.disk-low
-echo "${disk_start:-0}" > "$low_file"
-( while sleep 5; do
-    f="$(free_kb)"
-    if [ -n "$f" ] && [ "$f" -lt "$(cat "$low_file")" ]; then echo "$f" > "$low_file"; fi
-  done ) < /dev/null > /dev/null 2>&1 &   # holds no pipe of the caller's open (its sleep outlives a kill)
-sampler=$!
-trap 'kill "$sampler" 2> /dev/null || true' EXIT
 # The five environments at once fill the disk with two images, their wheels and three hosts' .venv builds: with less
 # free than the published run needed at its peak, an image build would fail half an hour in on "no space left on
 # device". Say so now instead, in one line.
@@ -39,6 +31,17 @@ if [ $# = 0 ] && [ -n "$need_gib" ] && [ -n "$disk_start" ] \
   die "$(awk -v f="$disk_start" 'BEGIN { printf "%.1f", f / 1048576 }') GiB free on the disk of $PWD, and the five" \
     "environments took up to $need_gib GiB of it at once in the published run ($need_record); free some disk there," \
     "or run a part of them, e.g. tools/test.sh -e lint,test"
+fi
+# The record, and so the sampler, is the whole set's alone: a part of it (-e) hands over to tox below.
+low_file=.tox/logs/.disk-low
+if [ $# = 0 ]; then
+  echo "${disk_start:-0}" > "$low_file"
+  ( while sleep 5; do
+      f="$(free_kb)"
+      if [ -n "$f" ] && [ "$f" -lt "$(cat "$low_file")" ]; then echo "$f" > "$low_file"; fi
+    done ) < /dev/null > /dev/null 2>&1 &   # holds no pipe of the caller's open (its sleep outlives a kill)
+  sampler=$!
+  trap 'kill "$sampler" 2> /dev/null || true' EXIT
 fi
 tools/install_system_packages.sh
 # tox itself runs under any Python 3 that can make a venv (its environments pick their own): python3, else Debian's
@@ -51,8 +54,6 @@ done
 "$tox_py" -m venv .venv-tox || die "$tox_py -m venv .venv-tox failed (its message is above); remove .venv-tox and run again"
 .venv-tox/bin/pip install -q tox==4.67.15 || die "pip could not install tox into .venv-tox (its message is above); check the network or the index"
 if [ $# -gt 0 ]; then
-  # exec drops the EXIT trap: the disk sampler would outlive the command, sampling forever
-  kill "$sampler" 2> /dev/null || true
   exec .venv-tox/bin/tox "$@"
 fi
 # Lanes at once (TEST_LANES, default 3): lint then test (pytest, on every core) on the terminal, beside main and image,
