@@ -87,11 +87,12 @@ REPRODUCE = REPO / "reproduce.sh"
 
 def copy_reproduce(clone: Path) -> None:
     """reproduce.sh into a stand-in clone, with the files it reads (tools/unexpected.sh: its line for a failure no line
-    of it foresaw; tools/reproduce_usage.txt: its usage)."""
+    of it foresaw; tools/reproduce_usage.txt: its usage; tools/reproduce/: its native and container runs)."""
     (clone / "tools").mkdir(parents=True, exist_ok=True)
     shutil.copy(REPRODUCE, clone / "reproduce.sh")
     for name in ("unexpected.sh", "reproduce_usage.txt"):
         shutil.copy(REPO / "tools" / name, clone / "tools" / name)
+    shutil.copytree(REPO / "tools" / "reproduce", clone / "tools" / "reproduce", dirs_exist_ok=True)
 
 
 def checkout_without_venv(tmp_path: Path) -> Path:

@@ -53,10 +53,16 @@ def test_the_image_needs_no_allocator_row_beyond_saying_it_has_both():
     assert checks_allocator.row(Host("cpu", facts={"mode": "container"})).verdict == PASS
 
 
-def test_the_line_before_a_native_run_on_such_a_host():
-    """What reproduce.sh prints before a native cpu run: here HARNESS_ALLOCATOR stands in for the missing library."""
+def test_the_line_before_a_native_run_on_such_a_host(tmp_path):
+    """What reproduce.sh prints before a native cpu run: here HARNESS_ALLOCATOR stands in for the missing library.
+    Both libraries are there whatever this host has (a conda environment's lib folder holding them, which the search
+    reads last), so the one difference is the variable."""
+    (tmp_path / "lib").mkdir()
+    for name in ("libtcmalloc_minimal.so.4", "libjemalloc.so.2"):
+        (tmp_path / "lib" / name).touch()
     proc = subprocess.run([sys.executable, "-m", "harness.preflight.checks_allocator"], cwd=REPO, capture_output=True,
-                          text=True, env={"HARNESS_ALLOCATOR": "glibc-tuned", "PATH": "/usr/bin:/bin"}, timeout=60)
+                          text=True, timeout=60, env={"HARNESS_ALLOCATOR": "glibc-tuned", "PATH": "/usr/bin:/bin",
+                                                      "CONDA_PREFIX": str(tmp_path)})
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("reproduce.sh: note: this host's run will differ from the expected results: ")
     assert proc.stdout.strip().endswith("To match them: unset HARNESS_ALLOCATOR")

@@ -20,6 +20,7 @@ from tests.helpers import one_line_error, processes_with
 from tests.helpers import path_without_engines as _path_without_engines
 
 SCRIPT = REPO / "reproduce.sh"
+NATIVE = REPO / "tools" / "reproduce" / "native.sh"
 # Tools the native build and the stand-ins below use besides _path_without_engines' list.
 MORE_TOOLS = ("rm", "cp", "chmod", "touch", "ls", "tail", "tr", "sort", "wc", "find", "xargs", "mktemp", "env", "tee",
               "sleep")
@@ -356,9 +357,10 @@ def test_an_unexpected_failure_is_exit_3_with_the_line_and_command(tmp_path):
     out = tmp_path / "o"
     proc = _reproduce(tmp_path, "cpu", "--dry-run", "--out", out, path=_path(tmp_path))
     assert proc.returncode == 3
-    n = _line_of('want="$(sha256sum "$lock"')
+    n = _line_of('want="$(sha256sum "$lock"', NATIVE)   # a line of the file reproduce.sh sources: named with it
     assert one_line_error(proc) == (
-        f"reproduce.sh: unexpected failure at line {n}: want=\"$(sha256sum \"$lock\" | cut -d' ' -f1)\" (exit 1); "
+        f"reproduce.sh: unexpected failure at line {n} of tools/reproduce/native.sh: "
+        f"want=\"$(sha256sum \"$lock\" | cut -d' ' -f1)\" (exit 1); "
         f"report it, with the command line (./reproduce.sh cpu --dry-run --out {out}) and the output above")
 
 

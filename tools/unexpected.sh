@@ -10,6 +10,9 @@
 # the script itself and is reported there, once.
 unexpected() {  # unexpected STATUS LINE COMMAND NAME WHAT
   [ "$BASHPID" = "$$" ] || return 0
-  echo "$4: unexpected failure at line $2: ${3//$'\n'/ } (exit $1); report it, with $5" >&2
+  # a line of a file the script sources (tools/reproduce/*.sh) is named with that file, from the checkout's root
+  local at="line $2" src="${BASH_SOURCE[1]:-}"
+  [ -z "$src" ] || [ "${src##*/}" = "${4##*/}" ] || at="line $2 of ${src#"${src%/tools/*}/"}"
+  echo "$4: unexpected failure at $at: ${3//$'\n'/ } (exit $1); report it, with $5" >&2
   exit 3
 }
