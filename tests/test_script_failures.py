@@ -550,3 +550,36 @@ esac""")
         ("lint", "OK"), ("test", "OK"), ("main", "OK"), ("image", "FAILED"), ("image-cuda", "OK")]
     assert record["plain_clone"] is True   # nothing named shared/ beside this clone
     assert record["wall_s"] >= 0 and record["disk_used_gib"] is not None and record["host"]["cores"] >= 1
+
+
+# --- tools/ctr_run.sh: a container start the kernel refused for a moment, tried again ---------------------------
+
+MEMFD = "Close_Fd sealing memfd copy: Device or resource busy"
+
+
+@pytest.mark.parametrize("fails, says, rc, starts", [
+    (1, MEMFD, 0, 2),                          # refused once: started again, and the command ran
+    (5, MEMFD, 1, 3),                          # refused every time: three starts, then buildah's failure is the answer
+    (1, "Error: no container with name or ID", 1, 1),   # any other failure is the command's: never run again
+])
+def test_ctr_run_starts_again_only_a_container_whose_sealed_binary_copy_was_refused(tmp_path, fails, says, rc,
+                                                                                       starts):
+    """check_image's buildah run (tools/ctr_run.sh) under a stand-in buildah that fails its first FAILS starts with
+    SAYS, as buildah 1.28 did once under the test command's load, and otherwise prints its arguments."""
+    count = tmp_path / "starts"
+    fake = tmp_path / "buildah"
+    fake.write_text(f'#!/bin/bash\nn=$(( $(cat {count} 2> /dev/null || echo 0) + 1 )); echo "$n" > {count}\n'
+                    f'if [ "$n" -le {fails} ]; then echo "{says}" >&2; echo "Error: exit status 1" >&2; exit 1; fi\n'
+                    'echo "args: $*"\n')
+    fake.chmod(0o755)
+    script = (f'set -Eeuo pipefail; . {REPO}/tools/ctr_run.sh; buildah=({fake} --root S); ctr=ctr0; '
+              'ctr_run --user 7 -- id -u')
+    proc = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == rc, proc.stderr
+    assert int(count.read_text()) == starts
+    retried = [line for line in proc.stderr.splitlines() if line.startswith("check_image: buildah could not start")]
+    assert len(retried) == (starts - 1)
+    if rc == 0:
+        assert proc.stdout == "args: --root S run --isolation chroot --user 7 ctr0 -- id -u\n"
+    else:
+        assert says in proc.stderr and proc.stdout == ""

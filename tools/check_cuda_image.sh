@@ -1,5 +1,5 @@
 # Checks of the CUDA image that need no GPU; sourced by tools/check_image.sh --cuda, which defines
-# buildah, ctr, mounts, runs, data_args, inside and fail. Each check prints what it saw, and each failure its
+# buildah, ctr, mounts, runs, data_args, ctr_run, inside and fail. Each check prints what it saw, and each failure its
 # `fail` line (a command whose failure is the verdict is guarded, so that set -e and pipefail do not end the check
 # before that line).
 
@@ -30,7 +30,7 @@ for line in open(sys.argv[1]):
     grep -qw "$sm" <<< "$arch" || fail "torch in the image has no $sm kernels (compiled for: $arch)"
   done
   # The same from the binaries: the GPU code each library carries (tools/fatbin_archs.py reads the fat binaries).
-  fatbins="$("${buildah[@]}" run --isolation chroot --volume "$root/tools:/tools:ro" "$ctr" -- bash -c \
+  fatbins="$(ctr_run --volume "$root/tools:/tools:ro" -- bash -c \
     'sp=/opt/venv/lib/python3.11/site-packages; python /tools/fatbin_archs.py $sp/torch/lib/libtorch_cuda.so \
        $sp/mindspore/lib/plugin/gpu/libcuda_ops.so.11 /opt/cuda11/toolkit/lib64/libcudnn_cnn_infer.so.8 \
        /opt/cuda11/toolkit/lib64/libcublasLt.so.11')" || fail "could not read the fat binaries of the CUDA libraries"
@@ -191,11 +191,11 @@ EOF
 # a uid the image does not know (the container runs as the caller's) can write to it, also without the mount.
 cuda_jit_cache_check() {
   local got label
-  if "${buildah[@]}" run --isolation chroot --user 4242:4242 "$ctr" -- id -un > /dev/null 2>&1; then
+  if ctr_run --user 4242:4242 -- id -un > /dev/null 2>&1; then
     fail "uid 4242 has a passwd entry in the image; the cache check needs a uid without one"
   fi
   # shellcheck disable=SC2016  # expanded in the container
-  got="$("${buildah[@]}" run --isolation chroot --user 4242:4242 "$ctr" -- bash -c \
+  got="$(ctr_run --user 4242:4242 -- bash -c \
     'd="$CUDA_CACHE_PATH/probe.$$" && mkdir "$d" && echo x > "$d/f" && rm -r "$d" \
      && echo "$CUDA_CACHE_PATH $CUDA_CACHE_MAXSIZE $(stat -c %a "$CUDA_CACHE_PATH")"')" \
     || fail "uid 4242 cannot write to CUDA_CACHE_PATH in the image"
@@ -213,11 +213,11 @@ cuda_compile_cell() {
   grep -q '^repeats = 3$' "$matrix" && fail "could not make a one-repeat matrix for the compile cell"
   mkdir -p "$runs/compile-uid"
   chown 4242:4242 "$runs/compile-uid" "$matrix" 2> /dev/null || chmod 0777 "$runs/compile-uid"
-  if "${buildah[@]}" run --isolation chroot --user 4242:4242 "${mounts[@]}" "$ctr" -- id -un > /dev/null 2>&1; then
+  if ctr_run --user 4242:4242 "${mounts[@]}" -- id -un > /dev/null 2>&1; then
     fail "uid 4242 has a passwd entry in the image; the compile check needs a uid without one"
   fi
   echo "check_image: running $cell as uid 4242 (no passwd entry)" >&2
-  timeout 1800 "${buildah[@]}" run --isolation chroot --user 4242:4242 "${mounts[@]}" "$ctr" -- \
+  ctr_run --limit 1800 --user 4242:4242 "${mounts[@]}" -- \
       python -m harness run --platform cpu --profile full --matrix /results/matrix-compile.toml --only "$cell" \
       "${data_args[@]}" --out /results/compile-uid/run \
     || echo "check_image: harness run (compile cell) exited non-zero; checking the result" >&2

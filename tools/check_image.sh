@@ -283,7 +283,9 @@ ctr="$("${buildah[@]}" from --quiet "$image")" || fail "buildah could not make a
 # (seen with two mounts: /data and /results came up empty). Dropping the declarations from this working
 # container only (the image keeps them) makes the mounts apply, as `docker run -v` does.
 "${buildah[@]}" config --volume /data- --volume /results- "$ctr"
-inside() { "${buildah[@]}" run --isolation chroot "${mounts[@]}" "$ctr" -- "$@"; }
+# shellcheck source=tools/ctr_run.sh
+. "$root/tools/ctr_run.sh"   # ctr_run: COMMAND in the working container, its start tried again
+inside() { ctr_run "${mounts[@]}" -- "$@"; }
 uid="$(inside id -u)" || fail "id -u does not run in the image"
 [ "$uid" != 0 ] || fail "the image runs as root; it must run as its non-root user"
 phase container
@@ -308,7 +310,7 @@ run_cells() {  # run_cells NAME GLOB
   # One repeat a cell: the check is that each cell runs in the image, not its verdicts (the test suite and the
   # committed runs hold those); a second repeat would only add time.
   echo "check_image: running $want quick cells ('$glob'), one repeat each, in the image" >&2
-  timeout 1800 "${buildah[@]}" run --isolation chroot "${mounts[@]}" "$ctr" -- \
+  ctr_run --limit 1800 "${mounts[@]}" -- \
       python -m harness run --platform cpu --profile quick --only "$glob" --repeats 1 --max-repeats 1 \
       "${data_args[@]}" --out "/results/$name" \
     || echo "check_image: harness run exited non-zero; checking the results" >&2
