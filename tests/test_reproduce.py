@@ -419,7 +419,8 @@ def test_ci_walks_the_reviewers_path_under_real_runtimes():
     assert "need+=(podman)" in packages and "need+=(docker.io)" in packages
     engines = (REPO / "tools" / "check_engines.sh").read_text()
     assert 'export CONTAINERS_CONF="$root/tools/ci/containers.conf"' in engines
-    for name in ("reproduce.sh", "README.md", "ARTIFACT.md"):
+    for name in ("reproduce.sh", "tools/reproduce/native.sh", "tools/reproduce/container.sh", "README.md",
+                 "ARTIFACT.md"):
         text = (REPO / name).read_text()
         assert "containers.conf" not in text and "--ulimit" not in text, name
 
