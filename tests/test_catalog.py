@@ -104,6 +104,17 @@ def test_one_duration_format():
     assert booking.duration is units.duration and estimate.duration is units.duration
 
 
+def test_a_reason_is_shortened_between_words_never_inside_one():
+    """The quick profile's AMP reason (221 characters) in the runner's 200: it used to end "GCN's AMP cel"."""
+    why = ("quick profile on a CPU: mixed precision there is half precision without matrix units, 4-9x slower than "
+           "fp32 (2 cores: ResNet50 PyTorch O2 98 s, fp32 11 s), 8 of the profile's 15 minutes; GCN's AMP cells decide "
+           "C3 on a CPU")
+    assert units.brief(why, 200) == why[:why.index(" cells decide")] + "..."
+    assert units.brief(why, 1000) == why and units.brief(" first\nsecond", 80) == "first" and units.brief("", 10) == ""
+    assert units.brief("x" * 50, 20) == "x" * 17 + "...", "one word longer than the room: cut inside it"
+    assert units.brief("a, b, c, d", 9) == "a, b...", "no comma left before the dots"
+
+
 def test_the_device_tools_are_read_in_one_module(tmp_path, monkeypatch):
     fixtures = REPO / "tests" / "fixtures" / "npusmi"
     assert query.npu_chip((fixtures / "910b3_info.txt").read_text()) == "Ascend910B"

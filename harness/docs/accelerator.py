@@ -19,7 +19,7 @@ from harness.devices import memory as devicememory
 from harness.docs.render import Run
 from harness.estimate import booking
 from harness.estimate import runtime as estimate
-from harness.results.units import duration
+from harness.results.units import brief, duration
 
 # (who books it, profile, platform, device name as its tool reports it, devices): the hosts ARTIFACT.md promises a fit,
 # the estimate's bookings (harness.estimate.booking.BOOKINGS); None: the device the committed runs measured.
@@ -143,7 +143,7 @@ def gpu_measured(runs: Sequence[Run]) -> str:
             power = f"{res['mean_power_w']:.0f} W" if res.get("mean_power_w") else "—"
             status = res.get("status", "?")
             if status != "ok" and res.get("reason"):
-                status += ": " + str(res["reason"]).splitlines()[0][:160].replace("|", "/")
+                status += ": " + brief(res["reason"], 160).replace("|", "/")
             rows.append(f"| {r.name} | `{res['cell']}` r{res.get('repeat', 0)} | {first} | {later} | {ttt} | {mem} | "
                         f"{power} | {status} |")
     return "\n".join(rows)

@@ -50,6 +50,7 @@ from harness.launch.progress import EpochLines, RunProgress
 from harness.paths import REPO
 from harness.results import arith, eventlog
 from harness.results.store import SCHEMA, RunStore, write_json_atomic
+from harness.results.units import brief
 from harness.scenarios.operator import ops as operators
 from harness.scenarios.operator import turns
 
@@ -422,7 +423,7 @@ def _finish_cell(s: RunState, cell: Cell, repeat: int, head: str, result: dict, 
         if cell.nodes > 1:
             raise NodeStop(f"{cell.id} r{repeat} {result['status']}: {result.get('reason')}")
     s.counts[result["status"]] = s.counts.get(result["status"], 0) + 1
-    tail = f" ({str(result['reason']).splitlines()[0][:200]})" if result.get("reason") else ""
+    tail = f" ({brief(result['reason'], 200)})" if result.get("reason") else ""
     took = time.monotonic() - t
     s.log(f"{head}: {result['status']} in {took:.1f} s{tail}; "
           f"{s.progress.finished(None if result['status'] == 'skipped' else took)}")

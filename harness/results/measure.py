@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 
 from harness.results import arith, hostnoise
+from harness.results.units import brief
 
 LEVEL = 0.95   # the median's interval, and a ratio's: its coverage
 RESAMPLES = 4000   # ratio_interval's bootstrap resamples per side
@@ -195,8 +196,8 @@ class Repeats:
 
     def why_not(self) -> str:
         r = self.not_ok[0] if self.not_ok else {}
-        reason = str(r.get("reason") or "").strip().splitlines()
-        why = f": {reason[0][:160]}" if reason else ""
+        reason = brief(r.get("reason") or "", 160)
+        why = f": {reason}" if reason else ""
         return f"{self.cell} {r.get('status', 'not ok')}{why}"
 
 
