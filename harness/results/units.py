@@ -24,6 +24,5 @@ def brief(text: object, width: int) -> str:
     line = lines[0].strip() if lines else ""
     if len(line) <= width:
         return line
-    room = line[:width - 3]
-    cut = room.rsplit(" ", 1)[0] if " " in room else room
+    cut = line[:width - 3].rsplit(" ", 1)[0]   # a room without a space (one long word) stays whole
     return cut.rstrip(" ,;:(") + "..."
