@@ -4,7 +4,7 @@
 # (--limit: ended after S seconds). Before it starts COMMAND, buildah copies its own binary into a sealed memfd, and on
 # a loaded host the kernel can refuse that seal for a moment: "sealing memfd copy: Device or resource busy" (seen once,
 # on Linux 6.18 under the test command's three lanes), and COMMAND never began. Only such a start is tried again, twice
-# at most and said each time; every other failure is COMMAND's. COMMAND's stderr is shown when it ends.
+# at most and said each time; every other failure is COMMAND's.
 ctr_run() {
   local limit=() opts=() err rc try
   if [ "$1" = --limit ]; then limit=(timeout "$2"); shift 2; fi
@@ -13,8 +13,10 @@ ctr_run() {
   err="$(mktemp)"
   for try in 1 2 3; do
     rc=0
-    "${limit[@]}" "${buildah[@]}" run --isolation chroot "${opts[@]}" "$ctr" -- "$@" 2> "$err" || rc=$?
-    cat "$err" >&2
+    # stderr as it comes (a long cell's progress; what a killed check had said), and a copy for the test below;
+    # stdout as it is (fd 3). Under pipefail the pipeline fails with COMMAND.
+    { "${limit[@]}" "${buildah[@]}" run --isolation chroot "${opts[@]}" "$ctr" -- "$@" 2>&1 1>&3 3>&- \
+        | tee "$err" >&2; } 3>&1 || rc=$?
     { [ "$rc" != 0 ] && [ "$try" != 3 ] && grep -q "sealing memfd copy: Device or resource busy" "$err"; } || break
     echo "check_image: buildah could not start the container (its binary's sealed copy: busy, try $try of 3);" \
       "starting it again" >&2
